@@ -1,0 +1,46 @@
+/*
+ * csv.h -- streaming RFC 4180 reader with exact error positions.
+ *
+ * Reads a header row, then one record at a time, from a file path or "-"
+ * (stdin), through a fixed buffer: memory is bounded by the longest record,
+ * whatever the file size.  Handles quoted fields (with "" escapes and
+ * embedded commas/newlines), CRLF and LF line ends, a UTF-8 byte-order mark,
+ * and a missing newline at end of file.  Positions are 1-based: line is the
+ * physical line where the field starts, column is the 1-based field index.
+ *
+ * Includes only err.h and mem.h.
+ */
+#ifndef FLY_CSV_H
+#define FLY_CSV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef struct fly_csv fly_csv;
+
+/* Open path ("-" = stdin) and read the header row.  FLY_IO if it cannot be
+ * opened, FLY_PARSE if the file is empty, the header is malformed, a header
+ * name is empty or two names are equal ("file:1: duplicate column name 'x'
+ * (columns 2 and 5)").  *pc NULL on failure. */
+fly_rc fly_csv_open(const char *path, fly_csv **pc, fly_err *err);
+void   fly_csv_close(fly_csv *c);                     /* NULL: no-op */
+
+size_t      fly_csv_ncols(const fly_csv *c);          /* header width */
+const char *fly_csv_colname(const fly_csv *c, size_t j); /* 0-based, valid until close */
+const char *fly_csv_path(const fly_csv *c);           /* "<stdin>" for "-" */
+
+/* Read the next record as numbers into vals[0..ncols).  Returns FLY_ROW with
+ * a record, FLY_DONE at end of file, or FLY_PARSE naming file:line:column and
+ * what was expected: a ragged row ("3 fields, header has 5"), an empty cell,
+ * a non-numeric cell ("'abc' is not a number"), NaN or Inf, an unterminated
+ * quote.  Blank lines (only a line end) are skipped.  Numbers are parsed with
+ * strtod in the C locale semantics (leading/trailing spaces allowed). */
+fly_rc fly_csv_next(fly_csv *c, double *vals, fly_err *err);
+
+int64_t fly_csv_line(const fly_csv *c);     /* line where the last record started */
+int64_t fly_csv_records(const fly_csv *c);  /* data records read so far */
+uint64_t fly_csv_bytes(const fly_csv *c);   /* bytes consumed so far (progress) */
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * model.h -- the model interface: likelihood, lower bound, collapsed bound
+ * product, gap upper bound, prior, MAP pieces.
+ *
+ * A model is a const type table (fly_model_logistic, later softmax and
+ * robust) plus a small transparent instance (fly_model) holding dimensions
+ * and options.  Functions work on blocks of stored rows: X is n rows of ldx
+ * doubles, row-major; features are X[i*ldx + 0 .. D-1] (intercept included
+ * when the data set has one) and the target is X[i*ldx + tcol].  Per-row
+ * bound parameters xi are n rows of n_xi values (stored as f32; always pass
+ * the stored values so bounds and moments agree bit for bit).
+ *
+ * Parameters th are a flat vector of n_params doubles (for softmax K x D
+ * row-major).  Everything is in log space.  No function allocates: callers
+ * pass `work` of at least type->work_len(m, n) doubles.
+ *
+ * The models never know about samplers, z or SQLite.
+ */
+#ifndef FLY_MODEL_H
+#define FLY_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef struct fly_model_type fly_model_type;
+
+typedef enum { FLY_PRIOR_NORMAL = 0, FLY_PRIOR_LAPLACE = 1 } fly_prior;
+
+typedef struct fly_model {
+  const fly_model_type *type;
+  size_t    D;            /* features per row, intercept included */
+  size_t    tcol;         /* index of the target within a stored row */
+  size_t    K;            /* classes (softmax); 1 otherwise */
+  fly_prior prior;
+  double    prior_scale;  /* sd of the normal prior, scale of the Laplace */
+  double    nu, scale;    /* Student-t (robust) */
+} fly_model;
+
+/* Moment tables: a flat array of type->n_moments(m) doubles whose layout the
+ * model defines; named sections for storage are listed by moment_layout. */
+typedef struct fly_moment_section {
+  const char *name;   /* stored in moment.name, e.g. "S" */
+  size_t rows, cols;  /* the section is rows x cols, row-major */
+} fly_moment_section;
+
+struct fly_model_type {
+  const char *name;                               /* "logistic" */
+
+  size_t (*n_params)(const fly_model *m);
+  size_t (*n_xi)(const fly_model *m);             /* bound parameters per row */
+  size_t (*work_len)(const fly_model *m, size_t n);
+
+  /* FLY_RANGE naming the row (0-based `row`, reported 1-based as a data row)
+   * if the target is not valid for this model (e.g. not 0/1). */
+  fly_rc (*check_target)(const fly_model *m, double y, int64_t row,
+                         fly_err *err);
+
+  /* logL[i] = log L_i(th), logB[i] = log B_i(th) for the n rows.  logB may
+   * be NULL (likelihood only).  B_i <= L_i holds to rounding. */
+  void   (*eval)(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, double *logL,
+                 double *logB, double *work);
+
+  /* g += sum_i ( wL[i] * grad log L_i(th) + wB[i] * grad log B_i(th) ).
+   * wB may be NULL (treated as 0).  With wL = 1/(1 - exp(-gap)) and
+   * wB = -wL this is the gradient of sum_i log Ltilde_i. */
+  void   (*grad)(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, const double *wL,
+                 const double *wB, double *g, double *work);
+
+  /* H += sum_i -hess log L_i(th)  (n_params x n_params, full, row-major). */
+  void   (*neg_hess)(const fly_model *m, const double *th, const double *X,
+                     size_t ldx, size_t n, double *H, double *work);
+
+  /* Per-row bound parameters tight at th (MAP tuning): xi_out n x n_xi. */
+  void   (*xi_at)(const fly_model *m, const double *th, const double *X,
+                  size_t ldx, size_t n, double *xi_out, double *work);
+
+  /* Moments */
+  size_t (*n_moments)(const fly_model *m);
+  /* Sections covering the flat moment array in order; returns their count
+   * (at most 8). */
+  size_t (*moment_layout)(const fly_model *m, fly_moment_section *sec);
+  /* mom += the collapsed statistics of these n rows (with their xi). */
+  void   (*moments_add)(const fly_model *m, const double *X, size_t ldx,
+                        const float *xi, size_t n, double *mom, double *work);
+  /* sum_n log B_n(th) from the moments in O(n_params^2); if grad is non-NULL,
+   * grad += its gradient. */
+  double (*bound_sum)(const fly_model *m, const double *mom, const double *th,
+                      double *grad);
+
+  /* Thinning bound.  key(xi_row, xnorm) is a per-row number such that, for
+   * every th, gap_i(th) <= gap_upper(key_i, r) where
+   * r = ||th - th_map||_{P^-1} and xnorm = ||x_i||_P; gap_upper is
+   * increasing in key, so a bucket may use its largest key. */
+  double (*gap_key)(const fly_model *m, const float *xi_row, double xnorm);
+  double (*gap_upper)(const fly_model *m, double key, double r);
+  /* r for the thinning bound: ||th - th_map|| in the metric H = P^-1
+   * (for softmax the sum over class rows). */
+  double (*radius)(const fly_model *m, const double *th, const double *th_map,
+                   const double *H, double *work);
+};
+
+/* The prior: log p(th) (up to a constant); grad += its gradient if non-NULL. */
+double fly_model_log_prior(const fly_model *m, const double *th, double *grad);
+/* H += -hess log p(th) (the Laplace prior adds nothing: 0 almost everywhere). */
+void   fly_model_prior_neg_hess(const fly_model *m, double *H);
+
+/* Look up a model type by name ("logistic"); NULL if unknown. */
+const fly_model_type *fly_model_find(const char *name);
+
+extern const fly_model_type fly_model_logistic;
+
+/* log(exp(x) - 1) style helpers used by every model and the chain:
+ * log Ltilde = gap + log(-expm1(-gap)); p(z=1) = -expm1(-gap). */
+double fly_log_ltilde(double gap);
+double fly_p_bright(double gap);
+
+#endif

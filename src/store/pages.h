@@ -1,0 +1,78 @@
+/*
+ * pages.h -- reading a paged row table: sequential page scans and random
+ * batches of rows, with checksum verification and an LRU cache of decoded
+ * pages.
+ *
+ * A paged table is either a data set's rows (table `page`, owner = dataset
+ * id) or a bound set's per-row bound parameters (table `bound_page`, owner =
+ * bound_set id).  Both have the same columns (see schema/001_init.sql):
+ * id INTEGER PRIMARY KEY, owner, page_no, first_row, n_rows, codec,
+ * raw_bytes, checksum, payload.  Every page but the last holds exactly
+ * page_rows rows, so row r lives in page r / page_rows.
+ *
+ * Random reads use incremental BLOB I/O (sqlite3_blob_open once, then
+ * sqlite3_blob_reopen per page) with memory-mapped I/O on; a batch of row
+ * ids is sorted into page order so each page is fetched and decoded once.
+ * Every page read is verified (checksum, codec, size); a bad page gives
+ * FLY_CORRUPT naming the table, owner and page number.
+ *
+ * A handle belongs to one thread.  Workspaces grow only when a larger batch
+ * than ever before is requested, so the sampler's steady state allocates
+ * nothing.
+ */
+#ifndef FLY_PAGES_H
+#define FLY_PAGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/db.h"
+#include "util/err.h"
+
+typedef struct fly_pages fly_pages;
+
+typedef enum { FLY_TABLE_DATA = 0, FLY_TABLE_BOUND = 1 } fly_table;
+
+typedef struct fly_pages_info {
+  int64_t n_rows;      /* rows in the table */
+  size_t  width;       /* values per row */
+  int64_t page_rows;   /* rows per page (last page may hold fewer) */
+  int64_t n_pages;
+  int     prec;        /* FLY_PREC_F64 or FLY_PREC_F32: bytes per stored value */
+} fly_pages_info;
+
+/* Open the paged table of `owner` (dataset id or bound_set id).  Shape comes
+ * from the dataset / bound_set row.  cache_bytes bounds the decoded-page
+ * cache (0: a minimal cache of 2 pages).  *pp NULL on failure. */
+fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
+                      size_t cache_bytes, fly_pages **pp, fly_err *err);
+void   fly_pages_close(fly_pages *p);                   /* NULL: no-op */
+
+const fly_pages_info *fly_pages_info_of(const fly_pages *p);
+
+/* Decode page page_no into out (page_rows*width doubles), bypassing the
+ * cache (for full sequential scans that should not evict it).  *n_rows is
+ * the page's row count. */
+fly_rc fly_pages_read_page(fly_pages *p, int64_t page_no, double *out,
+                           size_t *n_rows, fly_err *err);
+
+/* Page page_no through the cache.  *rows stays valid until the next call on
+ * this handle. */
+fly_rc fly_pages_get(fly_pages *p, int64_t page_no, const double **rows,
+                     size_t *n_rows, fly_err *err);
+
+/* Copy rows ids[0..n) (any order, repeats allowed, each < n_rows) into
+ * out[i*width ...] in the caller's order.  Pages are visited in page order,
+ * each once per call, through the cache.  FLY_RANGE for an id out of range. */
+fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
+                           double *out, fly_err *err);
+
+/* Counters since open: pages fetched from SQLite, pages served by the cache,
+ * rows copied by read_rows. */
+typedef struct fly_pages_stats {
+  int64_t page_reads, cache_hits, rows_read;
+  double  decode_seconds;   /* time spent in fetch + decode */
+} fly_pages_stats;
+void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * pagewriter.h -- appending rows to a paged table (data pages at ingest,
+ * bound pages at tuning).
+ *
+ * Rows are buffered into one page of page_rows rows; a full page is packed
+ * to the stored precision, LZ4-compressed (raw if that does not shrink it),
+ * checksummed and INSERTed.  The caller owns the transaction: the writer
+ * never begins or commits.  Memory: one page of doubles plus its encoded
+ * form, whatever the number of rows.
+ */
+#ifndef FLY_PAGEWRITER_H
+#define FLY_PAGEWRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/db.h"
+#include "store/pages.h"
+#include "util/err.h"
+
+typedef struct fly_pagewriter fly_pagewriter;
+
+/* Start writing pages of `owner` into `table`.  prec is FLY_PREC_F64 or
+ * FLY_PREC_F32.  page_rows >= 1.  *pw NULL on failure. */
+fly_rc fly_pagewriter_open(fly_db *db, fly_table table, int64_t owner,
+                           size_t width, int64_t page_rows, int prec,
+                           fly_pagewriter **pw, fly_err *err);
+
+/* Append one row of width values.  May write a page. */
+fly_rc fly_pagewriter_add(fly_pagewriter *w, const double *row, fly_err *err);
+
+/* Write the last partial page (if any).  Totals are then final. */
+fly_rc fly_pagewriter_finish(fly_pagewriter *w, fly_err *err);
+
+/* Totals so far (after finish: of the whole table). */
+int64_t fly_pagewriter_rows(const fly_pagewriter *w);
+int64_t fly_pagewriter_pages(const fly_pagewriter *w);
+int64_t fly_pagewriter_raw_bytes(const fly_pagewriter *w);
+int64_t fly_pagewriter_stored_bytes(const fly_pagewriter *w);
+
+void   fly_pagewriter_free(fly_pagewriter *w);        /* NULL: no-op */
+
+#endif

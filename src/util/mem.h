@@ -1,0 +1,21 @@
+/*
+ * mem.h -- checked allocation.
+ *
+ * fly_alloc_array() multiplies with an overflow check and zero-fills.
+ * Whoever creates an object frees it; fly_free(NULL) is a no-op.
+ */
+#ifndef FLY_MEM_H
+#define FLY_MEM_H
+
+#include <stddef.h>
+
+/* n*size zero-filled bytes, or NULL if the product overflows or malloc fails. */
+void *fly_alloc_array(size_t n, size_t size);
+/* Resize p to n*size bytes (new bytes are NOT zeroed); NULL on overflow/failure,
+ * in which case p is untouched. */
+void *fly_realloc_array(void *p, size_t n, size_t size);
+void  fly_free(void *p);
+/* strdup that returns NULL on failure; NULL in gives NULL out. */
+char *fly_strdup(const char *s);
+
+#endif

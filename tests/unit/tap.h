@@ -1,0 +1,41 @@
+/*
+ * tap.h -- a minimal TAP producer for unit tests (Redis testhelp.h style).
+ *
+ *   TAP_OK(cond, "name %d", i);   prints "ok N - name" or "not ok N - name"
+ *   return tap_done();             prints the plan, exit status 0 iff all ok
+ */
+#ifndef FLY_TAP_H
+#define FLY_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int tap_n, tap_failed;
+
+static inline int tap_ok_(int cond, const char *file, int line, const char *fmt, ...)
+{
+  va_list ap;
+  tap_n++;
+  printf("%s %d - ", cond ? "ok" : "not ok", tap_n);
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+  if( !cond ){
+    tap_failed++;
+    printf("#   failed at %s:%d\n", file, line);
+  }
+  fflush(stdout);
+  return cond;
+}
+#define TAP_OK(cond, ...) tap_ok_(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define TAP_DIAG(...) (printf("# "), printf(__VA_ARGS__), printf("\n"))
+
+static inline int tap_done(void)
+{
+  printf("1..%d\n", tap_n);
+  if( tap_failed ) printf("# %d of %d failed\n", tap_failed, tap_n);
+  return tap_failed ? 1 : 0;
+}
+
+#endif
