@@ -1,0 +1,309 @@
+/*
+ * logistic.c -- Bayesian logistic regression with the Jaakkola-Jordan bound.
+ *
+ * Row i has D features x_i and a target y_i in {0,1}; t_i = 2y_i - 1 and the
+ * signed linear predictor is s_i = t_i th'x_i, so L_i = sigma(s_i).  With a
+ * bound parameter xi >= 0 (stored as f32; |xi| is used)
+ *
+ *   log B_i = a s^2 + s/2 + c,  a = -tanh(xi/2)/(4 xi)  (-> -1/8 at xi = 0),
+ *                               c = -a xi^2 + xi/2 - softplus(xi) - eps,
+ *
+ * a quadratic in th, tight (value and slope) at s = +-xi.  Because every log
+ * B_i is quadratic, sum_i log B_i = th'S th + th'mu + C with
+ * S = sum a_i x_i x_i', mu = sum t_i x_i / 2, C = sum c_i: the moment tables,
+ * laid out S (D x D), mu (D x 1), c (1 x 1).
+ *
+ * eps.  Mathematically log B <= log L, with equality at s = +-xi (and,
+ * at xi = 0, fourth-order contact at s = 0), so rounding alone could make the
+ * computed log B exceed the computed log L by a few ulps of the terms being
+ * added.  Near the tight points those terms have magnitude at most
+ * |c0| + |a| xi^2 + xi/2 (+1 for log L itself near s = 0); far from them the
+ * true gap is of the order of the terms themselves and rounding cannot flip
+ * its sign.  So eps = 1e-12 (1 + |c0| + |a| xi^2 + xi/2), about 4500 ulps of
+ * the largest term: far above any rounding, far below anything a chain can
+ * see (it shifts log B by a relative 1e-12).  eps sits in c, so the collapsed
+ * sum carries it too; tests check B <= L with s up to |s| = 1e3.
+ *
+ * Small xi: tanh(h)/h = 1 - h^2/3 + 2h^4/15 - ..., so for xi < 1e-4,
+ * a = -(1 - xi^2/12)/8 to full precision (the next term is 1e-19 relative),
+ * and xi = 0 is no special case.  xi beyond 1e15 (or non-finite) is clamped.
+ *
+ * Thinning bound.  As a function of s, gap(s) = log sigma(s) - log B(s) has
+ * gap'' = -sigma(s)(1-sigma(s)) - 2a <= 2|a|, and gap = gap' = 0 at the
+ * tight point s* = sign(s_map) xi.  Taylor with remainder:
+ * gap(s) <= |a| (s - s*)^2.  With d = th - th_map,
+ * |s - s_map| = |d'x| <= ||d||_{P^-1} ||x||_P = r * xnorm (Cauchy-Schwarz),
+ * and |s_map - s*| = ||s_map| - xi| <= df := 2^-23 xi + 2^-149 because xi is
+ * |s_map| rounded to f32 (2x margin, plus the subnormal floor).  Then
+ * (rho + df)^2 <= (1+k) rho^2 + (1+1/k) df^2 for any k > 0; k = 1e-3 also
+ * absorbs relative errors up to 1e-3 in r and xnorm (f32 storage of xnorm,
+ * H and P inverse to rounding).  The computed gap also contains eps and
+ * rounding below eps, so
+ *   gap <= A r^2 + E,  A = (1+k)|a| xnorm^2,  E = 2 eps + (1+1/k)|a| df^2.
+ * One key per row must carry both, so key = A + E and
+ *   gap_upper(key, r) = key * max(1, r^2) >= A r^2 + E.
+ * Near the posterior r^2 ~ chi^2_D is mostly >= 1, so little is lost; E is
+ * of order 1e-12 per row.
+ *
+ * Costs: eval/grad/xi_at one dgemv over the block (n D) plus O(n);
+ * neg_hess and moments_add one dsyrk (n D^2); bound_sum O(D^2).  Nothing
+ * allocates; work_len(m, n) = n D + n + D^2 doubles.
+ */
+#include "model.h"
+
+#include <cblas.h>
+#include <math.h>
+
+#define XI_MAX  1e15    /* larger (or non-finite) xi is clamped */
+#define EPS_REL 1e-12   /* eps relative to the magnitude of the terms */
+#define KAPPA   1e-3    /* slack in the thinning bound, see above */
+
+static size_t n_params(const fly_model *m) { return m->D; }
+static size_t n_xi(const fly_model *m) { (void)m; return 1; }
+
+static size_t work_len(const fly_model *m, size_t n)
+{
+  return n * m->D + n + m->D * m->D;
+}
+
+static double softplus(double x)
+{
+  return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+static double logsig(double s)            /* log sigma(s) */
+{
+  return s >= 0 ? -log1p(exp(-s)) : s - log1p(exp(s));
+}
+
+static double sig(double s)               /* sigma(s) */
+{
+  if( s >= 0 ) return 1.0 / (1.0 + exp(-s));
+  double e = exp(s);
+  return e / (1.0 + e);
+}
+
+static double xi_of(float x)
+{
+  double v = fabs((double)x);
+  return v < XI_MAX ? v : XI_MAX;         /* NaN lands here too */
+}
+
+/* a(xi), c(xi) (eps included) and eps for a stored xi. */
+static void jj(float xf, double *a, double *c, double *eps)
+{
+  double xi = xi_of(xf);
+  double A = xi < 1e-4 ? -(1.0 - xi * xi / 12.0) / 8.0
+                       : -tanh(0.5 * xi) / (4.0 * xi);
+  double axx = A * xi * xi;
+  double c0 = -axx + 0.5 * xi - softplus(xi);
+  double e = EPS_REL * (1.0 + fabs(c0) + fabs(axx) + 0.5 * xi);
+  *a = A;
+  *c = c0 - e;
+  if( eps ) *eps = e;
+}
+
+static double tsign(const double *X, size_t ldx, size_t tcol, size_t i)
+{
+  return X[i * ldx + tcol] > 0.5 ? 1.0 : -1.0;
+}
+
+/* out[i] = th'x_i for the n rows. */
+static void lin(const fly_model *m, const double *th, const double *X,
+                size_t ldx, size_t n, double *out)
+{
+  if( m->D == 0 ){
+    for( size_t i = 0; i < n; i++ ) out[i] = 0;
+    return;
+  }
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)m->D, 1.0, X,
+              (int)ldx, th, 1, 0.0, out, 1);
+}
+
+/* M += W + W' - diag(W) from the upper triangle of the D x D matrix W. */
+static void add_sym(size_t D, const double *W, double *M)
+{
+  for( size_t j = 0; j < D; j++ ){
+    M[j * D + j] += W[j * D + j];
+    for( size_t k = j + 1; k < D; k++ ){
+      M[j * D + k] += W[j * D + k];
+      M[k * D + j] += W[j * D + k];
+    }
+  }
+}
+
+static fly_rc check_target(const fly_model *m, double y, int64_t row,
+                           fly_err *err)
+{
+  (void)m;
+  if( y == 0.0 || y == 1.0 ) return FLY_OK;
+  return fly_fail(err, FLY_RANGE, "row %lld: target %g is not 0 or 1",
+                  (long long)row + 1, y);
+}
+
+static void eval(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, double *logL,
+                 double *logB, double *work)
+{
+  if( n == 0 ) return;
+  lin(m, th, X, ldx, n, work);
+  for( size_t i = 0; i < n; i++ ){
+    double s = tsign(X, ldx, m->tcol, i) * work[i];
+    logL[i] = logsig(s);
+    if( logB ){
+      double a, c;
+      jj(xi[i], &a, &c, NULL);
+      logB[i] = a * s * s + 0.5 * s + c;
+    }
+  }
+}
+
+static void grad(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, const double *wL,
+                 const double *wB, double *g, double *work)
+{
+  if( n == 0 || m->D == 0 ) return;
+  lin(m, th, X, ldx, n, work);
+  for( size_t i = 0; i < n; i++ ){
+    double t = tsign(X, ldx, m->tcol, i), s = t * work[i], k = 0;
+    if( wL ) k += wL[i] * sig(-s);              /* d log sigma(s)/ds */
+    if( wB && wB[i] != 0 ){
+      double a, c;
+      jj(xi[i], &a, &c, NULL);
+      k += wB[i] * (2.0 * a * s + 0.5);         /* d log B/ds */
+    }
+    work[i] = k * t;                            /* ds/dth = t x */
+  }
+  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
+              work, 1, 1.0, g, 1);
+}
+
+static void neg_hess(const fly_model *m, const double *th, const double *X,
+                     size_t ldx, size_t n, double *H, double *work)
+{
+  size_t D = m->D;
+  if( n == 0 || D == 0 ) return;
+  double *eta = work, *R = work + n, *W = work + n + n * D;
+  lin(m, th, X, ldx, n, eta);
+  for( size_t i = 0; i < n; i++ ){
+    double e = exp(-fabs(eta[i]));
+    double r = sqrt(e) / (1.0 + e);             /* sqrt(sigma (1-sigma)) */
+    for( size_t j = 0; j < D; j++ ) R[i * D + j] = r * X[i * ldx + j];
+  }
+  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)D, (int)n, 1.0, R,
+              (int)D, 0.0, W, (int)D);
+  add_sym(D, W, H);
+}
+
+static void xi_at(const fly_model *m, const double *th, const double *X,
+                  size_t ldx, size_t n, double *xi_out, double *work)
+{
+  (void)work;
+  if( n == 0 ) return;
+  lin(m, th, X, ldx, n, xi_out);
+  for( size_t i = 0; i < n; i++ ) xi_out[i] = fabs(xi_out[i]);
+}
+
+static size_t n_moments(const fly_model *m)
+{
+  return m->D * m->D + m->D + 1;
+}
+
+static size_t moment_layout(const fly_model *m, fly_moment_section *sec)
+{
+  sec[0] = (fly_moment_section){ "S", m->D, m->D };
+  sec[1] = (fly_moment_section){ "mu", m->D, 1 };
+  sec[2] = (fly_moment_section){ "c", 1, 1 };
+  return 3;
+}
+
+static void moments_add(const fly_model *m, const double *X, size_t ldx,
+                        const float *xi, size_t n, double *mom, double *work)
+{
+  size_t D = m->D;
+  if( n == 0 ) return;
+  double *S = mom, *mu = mom + D * D, *C = mom + D * D + D;
+  double *v = work, *R = work + n, *W = work + n + n * D;
+  double csum = 0;
+  for( size_t i = 0; i < n; i++ ){
+    double a, c;
+    jj(xi[i], &a, &c, NULL);
+    csum += c;
+    v[i] = 0.5 * tsign(X, ldx, m->tcol, i);
+    double r = sqrt(-a);                        /* a < 0 always */
+    for( size_t j = 0; j < D; j++ ) R[i * D + j] = r * X[i * ldx + j];
+  }
+  *C += csum;
+  if( D == 0 ) return;
+  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)D, (int)n, -1.0, R,
+              (int)D, 0.0, W, (int)D);
+  add_sym(D, W, S);
+  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)D, 1.0, X, (int)ldx, v,
+              1, 1.0, mu, 1);
+}
+
+static double bound_sum(const fly_model *m, const double *mom,
+                        const double *th, double *g)
+{
+  size_t D = m->D;
+  const double *S = mom, *mu = mom + D * D;
+  double q = 0, l = 0;
+  for( size_t j = 0; j < D; j++ ){
+    double Sj = 0;                              /* (S th)_j */
+    for( size_t k = 0; k < D; k++ ) Sj += S[j * D + k] * th[k];
+    q += th[j] * Sj;
+    l += th[j] * mu[j];
+    if( g ) g[j] += 2.0 * Sj + mu[j];
+  }
+  return q + l + mom[D * D + D];
+}
+
+static double gap_key(const fly_model *m, const float *xi_row, double xnorm)
+{
+  (void)m;
+  double a, c, eps;
+  jj(xi_row[0], &a, &c, &eps);
+  double df = 0x1.0p-23 * xi_of(xi_row[0]) + 0x1.0p-149;
+  return (1.0 + KAPPA) * fabs(a) * xnorm * xnorm
+       + 2.0 * eps + (1.0 + 1.0 / KAPPA) * fabs(a) * df * df;
+}
+
+static double gap_upper(const fly_model *m, double key, double r)
+{
+  (void)m;
+  double r2 = r * r;
+  return key * (r2 > 1.0 ? r2 : 1.0);
+}
+
+static double radius(const fly_model *m, const double *th,
+                     const double *th_map, const double *H, double *work)
+{
+  (void)work;
+  size_t D = m->D;
+  double q = 0;
+  for( size_t j = 0; j < D; j++ ){
+    double dj = th[j] - th_map[j], Hd = 0;
+    for( size_t k = 0; k < D; k++ ) Hd += H[j * D + k] * (th[k] - th_map[k]);
+    q += dj * Hd;
+  }
+  return q > 0 ? sqrt(q) : 0.0;
+}
+
+const fly_model_type fly_model_logistic = {
+  .name          = "logistic",
+  .n_params      = n_params,
+  .n_xi          = n_xi,
+  .work_len      = work_len,
+  .check_target  = check_target,
+  .eval          = eval,
+  .grad          = grad,
+  .neg_hess      = neg_hess,
+  .xi_at         = xi_at,
+  .n_moments     = n_moments,
+  .moment_layout = moment_layout,
+  .moments_add   = moments_add,
+  .bound_sum     = bound_sum,
+  .gap_key       = gap_key,
+  .gap_upper     = gap_upper,
+  .radius        = radius,
+};
