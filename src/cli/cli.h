@@ -1,0 +1,31 @@
+/*
+ * cli.h -- the subcommands of the flydb program and their shared helpers.
+ * Exit codes: 0 OK, 1 error, 2 usage.  Messages go to stderr.
+ */
+#ifndef FLY_CLI_H
+#define FLY_CLI_H
+
+#include <stdint.h>
+
+#include "args.h"
+#include "util/err.h"
+
+int fly_cmd_ingest(int argc, char **argv);
+int fly_cmd_info(int argc, char **argv);
+int fly_cmd_sample(int argc, char **argv);
+int fly_cmd_summary(int argc, char **argv);
+int fly_cmd_tune(int argc, char **argv);
+
+/* Print the posterior table of run_id (0: the latest) and store it in the
+ * summary table. */
+struct fly_db;
+fly_rc fly_summary_print(struct fly_db *db, int64_t run_id, fly_err *err);
+
+/* Print "flydb: <message>" and return the exit code for rc (0 for FLY_OK,
+ * 2 for FLY_MISUSE raised by argument checks is the caller's business). */
+int fly_report(fly_rc rc, const fly_err *err);
+/* Print the usage error and the usage text; return 2. */
+int fly_usage_error(const fly_args *a, const char *cmd, const char *synopsis,
+                    const fly_err *err);
+
+#endif

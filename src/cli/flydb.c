@@ -1,0 +1,65 @@
+/*
+ * flydb.c -- the program: dispatch to a subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef FLYDB_VERSION
+#define FLYDB_VERSION "unknown"
+#endif
+
+typedef struct subcmd {
+  const char *name;
+  int (*fn)(int, char **);
+  const char *what;
+} subcmd;
+
+static const subcmd cmds[] = {
+  { "ingest",  fly_cmd_ingest,  "read a CSV file into a data set" },
+  { "info",    fly_cmd_info,    "describe the data sets of a database" },
+  { "tune",    fly_cmd_tune,    "tune the lower bounds (MAP, Laplace, xi, moments)" },
+  { "sample",  fly_cmd_sample,  "run FlyMC (or --regular) chains and store the draws" },
+  { "summary", fly_cmd_summary, "posterior table of a run: mean, sd, quantiles, ESS, R-hat" },
+  { NULL, NULL, NULL },
+};
+
+int fly_report(fly_rc rc, const fly_err *err)
+{
+  if( rc == FLY_OK ) return 0;
+  fprintf(stderr, "flydb: %s\n", err && err->msg[0] ? err->msg : fly_rc_str(rc));
+  return 1;
+}
+
+int fly_usage_error(const fly_args *a, const char *cmd, const char *synopsis,
+                    const fly_err *err)
+{
+  fprintf(stderr, "flydb %s: %s\n", cmd, err->msg);
+  fly_args_usage(a, cmd, synopsis);
+  return 2;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f, "flydb %s -- exact Bayesian MCMC (Firefly Monte Carlo) for tall data\n\n"
+             "usage: flydb COMMAND [options]   (flydb COMMAND --help for its options)\n\n",
+          FLYDB_VERSION);
+  for(const subcmd *c = cmds; c->name; c++)
+    fprintf(f, "  %-9s %s\n", c->name, c->what);
+}
+
+int main(int argc, char **argv)
+{
+  if( argc < 2 ){ usage(stderr); return 2; }
+  if( !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help") ){
+    usage(stdout);
+    return 0;
+  }
+  if( !strcmp(argv[1], "--version") ){ printf("flydb %s\n", FLYDB_VERSION); return 0; }
+  for(const subcmd *c = cmds; c->name; c++)
+    if( strcmp(c->name, argv[1]) == 0 ) return c->fn(argc - 2, argv + 2);
+  fprintf(stderr, "flydb: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

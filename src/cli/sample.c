@@ -1,0 +1,664 @@
+/*
+ * sample.c -- `flydb sample`: tune the bounds (or reuse them), run chains in
+ * parallel threads, write draws into the database, print the summary.
+ *
+ * Reproducibility: chain c draws from RNG stream c of --seed, and chains
+ * never share mutable state, so the draws do not depend on thread timing.
+ * Every option is stored in run_config; `--resume RUN_ID` rebuilds the
+ * same configuration from it and continues each chain from its last
+ * checkpoint, which was committed in the same transaction as the draws
+ * before it, so a resumed run yields exactly the draws of an uninterrupted
+ * one (kill -9 included).  ^C stops the chains at a checkpoint.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "flymc/buckets.h"
+#include "flymc/chain.h"
+#include "models/model.h"
+#include "progress.h"
+#include "store/db.h"
+#include "store/pages.h"
+#include "store/trace.h"
+#include "tune/tune.h"
+#include "util/mem.h"
+
+void openblas_set_num_threads(int);
+
+static atomic_int g_stop;
+static void on_sigint(int s) { (void)s; atomic_store(&g_stop, 1); }
+
+typedef struct sample_cfg {
+  const char *db_path, *data;
+  int64_t     iters, warmup, chains, thin, ckpt_every, cache_mb;
+  uint64_t    seed;
+  fly_zmode   z;
+  double      z_param, fixed_xi, prior_scale, eps0, scan_frac;
+  int         fixed_bounds, isotropic, init_map, quiet;
+} sample_cfg;
+
+typedef struct job {
+  const sample_cfg    *sc;
+  const fly_chain_cfg *cc;
+  int64_t              run_id;
+  int                  id;
+  int64_t              start;      /* iterations already done (resume) */
+  void                *ckpt;       /* checkpoint to restore, or NULL */
+  size_t               ckpt_len;
+  atomic_llong         done;       /* iterations completed */
+  atomic_llong         acc, bright;
+  double               t_write, t_theta, t_z, t_read;
+  int64_t              n_viol;
+  fly_rc               rc;
+  fly_err              err;
+} job;
+
+static void *run_chain(void *arg)
+{
+  job *j = arg;
+  const sample_cfg *sc = j->sc;
+  fly_chain *ch = NULL;
+  fly_trace *tr = NULL;
+  fly_err *err = &j->err;
+  fly_rc rc;
+  int64_t total = sc->warmup + sc->iters;
+  size_t cap = (size_t)(sc->ckpt_every / sc->thin + 2);
+  void *blob = NULL;
+  size_t len = 0;
+  double last = fly_now();
+
+  if( (rc = fly_chain_open(j->cc, j->id, sc->seed, &ch, err)) ) goto done;
+  if( j->ckpt ) rc = fly_chain_restore(ch, j->ckpt, j->ckpt_len, err);
+  else rc = fly_chain_init(ch, err);
+  if( rc ) goto done;
+  if( (rc = fly_trace_open(sc->db_path, j->run_id, j->id, fly_chain_dim(ch), cap,
+                           &tr, err)) ) goto done;
+  for(int64_t it = j->start + 1; it <= total; it++){
+    fly_iter_stats s;
+    if( (rc = fly_chain_step(ch, it <= sc->warmup, &s, err)) ){
+      fly_err_prefix(err, "chain %d, iteration %lld", j->id + 1, (long long)it);
+      goto done;
+    }
+    j->n_viol += s.n_viol;
+    atomic_fetch_add(&j->acc, s.accepted);
+    atomic_store(&j->bright, s.n_bright);
+    if( it % sc->thin == 0 ){
+      fly_trace_row row = { s.lp, s.n_bright, s.n_lik, s.n_reads, s.accepted, s.eps };
+      if( (rc = fly_trace_add(tr, it, fly_chain_theta(ch), &row, err)) ) goto done;
+    }
+    int stop = atomic_load(&g_stop);
+    double t = fly_now();
+    if( it == total || stop || fly_trace_pending(tr) + 1 >= cap ||
+        (it % sc->ckpt_every) == 0 || t - last > 2.0 ){
+      if( (rc = fly_chain_save(ch, &blob, &len, err)) ) goto done;
+      rc = fly_trace_commit(tr, it, blob, len, err);
+      fly_free(blob);
+      blob = NULL;
+      if( rc ) goto done;
+      last = t;
+    }
+    atomic_store(&j->done, it);
+    if( stop ) break;
+  }
+done:
+  if( ch ) fly_chain_times(ch, &j->t_theta, &j->t_z, &j->t_read);
+  if( tr ) j->t_write = fly_trace_seconds(tr);
+  fly_trace_close(tr);
+  fly_chain_close(ch);
+  j->rc = rc;
+  return NULL;
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static fly_opt sample_opts_tmpl[] = {
+  { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
+  { "data", FLY_OPT_VALUE, "data set name (default: the only one)", 0, 0 },
+  { "model", FLY_OPT_VALUE, "logistic (default)", 0, 0 },
+  { "iters", FLY_OPT_VALUE, "post-warm-up iterations per chain (default 1000)", 0, 0 },
+  { "warmup", FLY_OPT_VALUE, "warm-up iterations (default iters/2)", 0, 0 },
+  { "chains", FLY_OPT_VALUE, "number of chains, run in parallel (default 2)", 0, 0 },
+  { "seed", FLY_OPT_VALUE, "RNG seed (default: from the clock; stored)", 0, 0 },
+  { "thin", FLY_OPT_VALUE, "keep every K-th iteration (default 1)", 0, 0 },
+  { "z", FLY_OPT_VALUE, "gibbs | implicit[=q_db] | explicit[=fraction] (default gibbs "
+                        "with MAP bounds, implicit=0.1 with fixed)", 0, 0 },
+  { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
+  { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
+  { "prior-scale", FLY_OPT_VALUE, "sd of the N(0, s^2 I) prior (default 1)", 0, 0 },
+  { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's)", 0, 0 },
+  { "step", FLY_OPT_VALUE, "initial step size (default 2.38/sqrt(P); 0.01 isotropic)", 0, 0 },
+  { "init", FLY_OPT_VALUE, "laplace (default: a draw around the MAP) | map", 0, 0 },
+  { "cache-mb", FLY_OPT_VALUE, "page cache per chain in MiB (default 256)", 0, 0 },
+  { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
+                                "fraction of N (default 0.25)", 0, 0 },
+  { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
+                                       "iterations (default 1000; also every 2 s)", 0, 0 },
+  { "resume", FLY_OPT_VALUE, "continue interrupted run RUN_ID", 0, 0 },
+  { "quiet", FLY_OPT_FLAG, "no summary at the end", 0, 0 },
+  { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
+  { NULL, 0, NULL, 0, 0 },
+};
+
+#define NOPTS (sizeof sample_opts_tmpl / sizeof sample_opts_tmpl[0])
+static const char *synopsis = "[options]";
+
+static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
+{
+  fly_rc rc;
+  const char *s;
+  memset(sc, 0, sizeof *sc);
+  sc->db_path = fly_args_str(a, "db", "flydb.db");
+  sc->data = fly_args_str(a, "data", NULL);
+  s = fly_args_str(a, "model", "logistic");
+  if( strcmp(s, "logistic") != 0 )
+    return fly_fail(err, FLY_MISUSE, "--model: '%s' is not a model (logistic)", s);
+  if( (rc = fly_args_int(a, "iters", 1000, 1, INT64_C(1) << 40, &sc->iters, err)) ) return rc;
+  if( (rc = fly_args_int(a, "warmup", sc->iters / 2, 0, INT64_C(1) << 40, &sc->warmup, err)) ) return rc;
+  if( (rc = fly_args_int(a, "chains", 2, 1, 64, &sc->chains, err)) ) return rc;
+  if( (rc = fly_args_int(a, "thin", 1, 1, INT64_C(1) << 30, &sc->thin, err)) ) return rc;
+  if( (rc = fly_args_int(a, "cache-mb", 256, 1, INT64_C(1) << 20, &sc->cache_mb, err)) ) return rc;
+  if( (rc = fly_args_int(a, "checkpoint-every", 1000, 1, INT64_C(1) << 40, &sc->ckpt_every, err)) ) return rc;
+  if( (rc = fly_args_real(a, "prior-scale", 1.0, 1e-12, 1e12, &sc->prior_scale, err)) ) return rc;
+  if( (rc = fly_args_real(a, "scan-frac", 0.25, 0.0, 1e9, &sc->scan_frac, err)) ) return rc;
+  int64_t seed;
+  if( (rc = fly_args_int(a, "seed", -1, 0, INT64_MAX, &seed, err)) ) return rc;
+  sc->seed = seed >= 0 ? (uint64_t)seed
+                       : ((uint64_t)time(NULL) * 2654435761u) ^ (uint64_t)getpid();
+  sc->seed &= (UINT64_C(1) << 62) - 1;   /* fits SQLite's signed integers */
+
+  s = fly_args_str(a, "bounds", "map");
+  if( strcmp(s, "map") == 0 ) sc->fixed_bounds = 0;
+  else if( strncmp(s, "fixed", 5) == 0 && (s[5] == 0 || s[5] == '=') ){
+    sc->fixed_bounds = 1;
+    sc->fixed_xi = 1.5;
+    if( s[5] == '=' ){
+      char *end;
+      sc->fixed_xi = strtod(s + 6, &end);
+      if( end == s + 6 || *end || !(sc->fixed_xi > 0) || !isfinite(sc->fixed_xi) )
+        return fly_fail(err, FLY_MISUSE, "--bounds fixed=X: '%s' is not a positive number", s + 6);
+    }
+  }else return fly_fail(err, FLY_MISUSE, "--bounds: '%s' is not map or fixed[=xi]", s);
+
+  if( fly_args_set(a, "regular") ){
+    if( fly_args_set(a, "z") )
+      return fly_fail(err, FLY_MISUSE, "--regular and --z conflict: regular MCMC has no z");
+    sc->z = FLY_Z_REGULAR;
+  }else{
+    s = fly_args_str(a, "z", sc->fixed_bounds ? "implicit" : "gibbs");
+    const char *eq = strchr(s, '=');
+    size_t n = eq ? (size_t)(eq - s) : strlen(s);
+    if( n == 5 && strncmp(s, "gibbs", 5) == 0 && !eq ){
+      if( sc->fixed_bounds )
+        return fly_fail(err, FLY_MISUSE, "--z gibbs needs MAP-tuned bounds (its thinning "
+                        "bound holds around the MAP); use --z implicit with --bounds fixed");
+      sc->z = FLY_Z_GIBBS;
+    }else if( n == 8 && strncmp(s, "implicit", 8) == 0 ){
+      sc->z = FLY_Z_IMPLICIT;
+      sc->z_param = 0.1;
+    }else if( n == 8 && strncmp(s, "explicit", 8) == 0 ){
+      sc->z = FLY_Z_EXPLICIT;
+      sc->z_param = 0.1;
+    }else return fly_fail(err, FLY_MISUSE, "--z: '%s' is not gibbs, implicit[=q] or explicit[=f]", s);
+    if( eq ){
+      char *end;
+      sc->z_param = strtod(eq + 1, &end);
+      if( end == eq + 1 || *end || !(sc->z_param > 0 && sc->z_param <= 1) )
+        return fly_fail(err, FLY_MISUSE, "--z %.*s=X: X must be in (0, 1]", (int)n, s);
+    }
+  }
+  s = fly_args_str(a, "proposal", "laplace");
+  if( strcmp(s, "isotropic") == 0 ) sc->isotropic = 1;
+  else if( strcmp(s, "laplace") != 0 )
+    return fly_fail(err, FLY_MISUSE, "--proposal: '%s' is not laplace or isotropic", s);
+  s = fly_args_str(a, "init", "laplace");
+  if( strcmp(s, "map") == 0 ) sc->init_map = 1;
+  else if( strcmp(s, "laplace") != 0 )
+    return fly_fail(err, FLY_MISUSE, "--init: '%s' is not laplace or map", s);
+  if( (rc = fly_args_real(a, "step", 0, 0, 1e6, &sc->eps0, err)) ) return rc;
+  if( fly_args_set(a, "step") && !(sc->eps0 > 0) )
+    return fly_fail(err, FLY_MISUSE, "--step must be positive");
+  sc->quiet = fly_args_set(a, "quiet");
+  return FLY_OK;
+}
+
+/* Store the options given on the command line (is_default 0) and the
+ * resolved values of the others (is_default 1). */
+static fly_rc store_config(fly_db *db, int64_t run_id, fly_args *a,
+                           const sample_cfg *sc, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  char buf[64];
+  fly_rc rc = fly_db_prepare(db, "INSERT INTO run_config(run_id, key, value, is_default) "
+                             "VALUES (?1,?2,?3,?4)", &st, err);
+  if( rc ) return rc;
+  for(fly_opt *o = a->opts; o->name && rc == FLY_OK; o++){
+    if( !strcmp(o->name, "resume") || !strcmp(o->name, "help") ) continue;
+    const char *v = o->set ? (o->value ? o->value : "1") : NULL;
+    if( !v ){
+      if( !strcmp(o->name, "seed") ){ snprintf(buf, sizeof buf, "%llu", (unsigned long long)sc->seed); v = buf; }
+      else if( !strcmp(o->name, "warmup") ){ snprintf(buf, sizeof buf, "%lld", (long long)sc->warmup); v = buf; }
+      else continue;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, o->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, v, -1, SQLITE_TRANSIENT);
+    /* the drawn seed is pinned so --resume reuses it */
+    sqlite3_bind_int(st, 4, o->set ? 0 : !strcmp(o->name, "seed") ? 0 : 1);
+    if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "storing the run configuration");
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Rebuild argv from run_config (options given explicitly or pinned). */
+static fly_rc load_config(fly_db *db, int64_t run_id, char ***argv_out, int *argc_out,
+                          fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  char **av = NULL;
+  int ac = 0;
+  fly_rc rc = fly_db_prepare(db, "SELECT key, value FROM run_config WHERE run_id=?1 "
+                             "AND is_default=0 ORDER BY key", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, run_id);
+  av = fly_alloc_array(2 * NOPTS + 1, sizeof *av);
+  if( !av ){ sqlite3_finalize(st); return fly_fail(err, FLY_NOMEM, "resume"); }
+  while( sqlite3_step(st) == SQLITE_ROW && ac + 2 < (int)(2 * NOPTS) ){
+    const char *k = (const char *)sqlite3_column_text(st, 0);
+    const char *v = (const char *)sqlite3_column_text(st, 1);
+    fly_opt *o = NULL;
+    for(fly_opt *p = sample_opts_tmpl; p->name; p++) if( !strcmp(p->name, k) ) o = p;
+    if( !o ) continue;
+    size_t n = strlen(k) + strlen(v) + 4;
+    av[ac] = fly_alloc_array(n, 1);
+    if( !av[ac] ){ rc = fly_fail(err, FLY_NOMEM, "resume"); break; }
+    if( o->kind == FLY_OPT_FLAG ) snprintf(av[ac], n, "--%s", k);
+    else snprintf(av[ac], n, "--%s=%s", k, v);
+    ac++;
+  }
+  sqlite3_finalize(st);
+  *argv_out = av;
+  *argc_out = ac;
+  return rc;
+}
+
+static void free_argv(char **av, int ac)
+{
+  if( !av ) return;
+  for(int i = 0; i < ac; i++) fly_free(av[i]);
+  fly_free(av);
+}
+
+/* ---- the run ---------------------------------------------------------- */
+
+typedef struct dshape { int64_t n_rows, width, page_rows; } dshape;
+
+static fly_rc dataset_shape(fly_db *db, int64_t ds, dshape *sh, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT n_rows, width, page_rows FROM dataset WHERE id=?1",
+                             &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, ds);
+  if( sqlite3_step(st) == SQLITE_ROW ){
+    sh->n_rows = sqlite3_column_int64(st, 0);
+    sh->width = sqlite3_column_int64(st, 1);
+    sh->page_rows = sqlite3_column_int64(st, 2);
+  }else rc = fly_db_fail(db, err, "reading the data set");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* All rows in one block for regular MCMC, when they fit comfortably. */
+static fly_rc load_all(fly_db *db, int64_t ds, const dshape *sh, double **out,
+                       fly_err *err)
+{
+  fly_pages *p = NULL;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  double bytes = (double)sh->n_rows * (double)sh->width * 8.0;
+  fly_rc rc;
+  *out = NULL;
+  if( pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz ) return FLY_OK;
+  double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
+  if( !X ) return FLY_OK;   /* stream instead */
+  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &p, err)) ) goto done;
+  const fly_pages_info *in = fly_pages_info_of(p);
+  for(int64_t pg = 0; pg < in->n_pages; pg++){
+    size_t n;
+    if( (rc = fly_pages_read_page(p, pg, X + (size_t)(pg * in->page_rows * sh->width),
+                                  &n, err)) ) goto done;
+  }
+done:
+  fly_pages_close(p);
+  if( rc ){ fly_free(X); return rc; }
+  *out = X;
+  return FLY_OK;
+}
+
+static fly_rc create_run(fly_db *db, int64_t ds, int64_t bs, const sample_cfg *sc,
+                         size_t P, fly_args *a, int64_t *run_id, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_begin(db, err);
+  if( rc ) return rc;
+  rc = fly_db_prepare(db, "INSERT INTO run(dataset_id, bound_set_id, model, sampler, z_mode, "
+      "n_chains, n_warmup, n_iters, thin, seed, n_params, status, version) VALUES "
+      "(?1,?2,'logistic','mh',?3,?4,?5,?6,?7,?8,?9,'running',?10)", &st, err);
+  if( rc ) goto done;
+  sqlite3_bind_int64(st, 1, ds);
+  sqlite3_bind_int64(st, 2, bs);
+  sqlite3_bind_text(st, 3, fly_zmode_name(sc->z), -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, sc->chains);
+  sqlite3_bind_int64(st, 5, sc->warmup);
+  sqlite3_bind_int64(st, 6, sc->iters);
+  sqlite3_bind_int64(st, 7, sc->thin);
+  sqlite3_bind_int64(st, 8, (int64_t)sc->seed);
+  sqlite3_bind_int64(st, 9, (int64_t)P);
+  sqlite3_bind_text(st, 10, FLYDB_VERSION, -1, SQLITE_STATIC);
+  if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "creating the run"); goto done; }
+  *run_id = sqlite3_last_insert_rowid(fly_db_sqlite(db));
+  sqlite3_finalize(st);
+  st = NULL;
+  rc = fly_db_prepare(db, "INSERT INTO param(run_id, idx, name) SELECT ?1, idx, name "
+                      "FROM dataset_column WHERE dataset_id=?2 AND role != 'target'", &st, err);
+  if( rc ) goto done;
+  sqlite3_bind_int64(st, 1, *run_id);
+  sqlite3_bind_int64(st, 2, ds);
+  if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "naming parameters"); goto done; }
+  if( (rc = store_config(db, *run_id, a, sc, err)) ) goto done;
+  rc = fly_db_commit(db, err);
+done:
+  sqlite3_finalize(st);
+  if( rc ) fly_db_rollback(db);
+  return rc;
+}
+
+static fly_rc finish_run(fly_db *db, int64_t run_id, const char *status,
+                         const char *msg, double wall, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "UPDATE run SET status=?2, message=?3, wall_seconds="
+      "coalesce(wall_seconds, 0) + ?4, finished_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') "
+      "WHERE id=?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+  if( msg ) sqlite3_bind_text(st, 3, msg, -1, SQLITE_TRANSIENT);
+  else sqlite3_bind_null(st, 3);
+  sqlite3_bind_double(st, 4, wall);
+  if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "finishing the run");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Checkpoints of a run being resumed: per chain (iteration, blob). */
+static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
+                               fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT chain, iter, state FROM checkpoint WHERE run_id=?1",
+                             &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, run_id);
+  while( sqlite3_step(st) == SQLITE_ROW ){
+    int c = sqlite3_column_int(st, 0);
+    if( c < 0 || c >= n ) continue;
+    size_t len = (size_t)sqlite3_column_bytes(st, 2);
+    jobs[c].ckpt = fly_alloc_array(len ? len : 1, 1);
+    if( !jobs[c].ckpt ){ rc = fly_fail(err, FLY_NOMEM, "checkpoint"); break; }
+    memcpy(jobs[c].ckpt, sqlite3_column_blob(st, 2), len);
+    jobs[c].ckpt_len = len;
+    jobs[c].start = sqlite3_column_int64(st, 1);
+  }
+  sqlite3_finalize(st);
+  /* draws after a checkpoint cannot exist (same transaction), but a chain
+   * with no checkpoint starts from scratch: remove anything it wrote */
+  for(int c = 0; c < n && rc == FLY_OK; c++){
+    char sql[256];
+    snprintf(sql, sizeof sql, "DELETE FROM draw WHERE run_id=%lld AND chain=%d AND iter>%lld;"
+             "DELETE FROM iteration WHERE run_id=%lld AND chain=%d AND iter>%lld",
+             (long long)run_id, c, (long long)jobs[c].start, (long long)run_id, c,
+             (long long)jobs[c].start);
+    rc = fly_db_exec(db, sql, err);
+  }
+  return rc;
+}
+
+static int run_sample(fly_args *a, int64_t resume_id)
+{
+  sample_cfg sc;
+  fly_err err = {0};
+  fly_db *db = NULL;
+  fly_bounds *bd = NULL;
+  fly_buckets bk = {0};
+  double *Xall = NULL;
+  job *jobs = NULL;
+  pthread_t *th = NULL;
+  int64_t ds = 0, bs = 0, run_id = resume_id;
+  dshape sh = {0, 0, 0};
+  fly_model m;
+  fly_chain_cfg cc;
+  fly_rc rc;
+  int nstarted = 0;
+  double t0 = fly_now();
+
+  if( (rc = resolve(a, &sc, &err)) ){
+    fprintf(stderr, "flydb sample: %s\n", err.msg);
+    return 2;
+  }
+  openblas_set_num_threads(1);
+  if( (rc = fly_db_open(sc.db_path, 0, &db, &err)) ) goto done;
+  if( (rc = fly_db_wal(db, &err)) ) goto done;
+  if( (rc = fly_db_dataset_id(db, sc.data, &ds, &err)) ) goto done;
+  if( (rc = dataset_shape(db, ds, &sh, &err)) ) goto done;
+
+  memset(&m, 0, sizeof m);
+  m.type = &fly_model_logistic;
+  m.D = (size_t)sh.width - 1;
+  m.tcol = (size_t)sh.width - 1;
+  m.K = 1;
+  m.prior = FLY_PRIOR_NORMAL;
+  m.prior_scale = sc.prior_scale;
+
+  fly_tune_opts to;
+  fly_tune_opts_default(&to);
+  to.tuning = sc.fixed_bounds ? "fixed" : "map";
+  to.fixed_xi = sc.fixed_xi;
+  to.verbose = !sc.quiet;
+  if( (rc = fly_tune_get(db, ds, &m, &to, &bs, &err)) ) goto done;
+  if( (rc = fly_bounds_load(db, bs, &m, &bd, &err)) ) goto done;
+  size_t P = m.type->n_params(&m);
+  if( sc.eps0 <= 0 ) sc.eps0 = sc.isotropic ? 0.01 : 2.38 / sqrt((double)P);
+
+  if( sc.z == FLY_Z_GIBBS ){
+    fly_pages *bp = NULL;
+    if( (rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err)) ) goto done;
+    rc = fly_buckets_build(bp, m.type->n_xi(&m), &bk, &err);
+    fly_pages_close(bp);
+    if( rc ) goto done;
+  }
+  if( sc.z == FLY_Z_REGULAR && (rc = load_all(db, ds, &sh, &Xall, &err)) ) goto done;
+
+  memset(&cc, 0, sizeof cc);
+  cc.db_path = sc.db_path;
+  cc.dataset_id = ds;
+  cc.m = &m;
+  cc.bounds = bd;
+  cc.buckets = sc.z == FLY_Z_GIBBS ? &bk : NULL;
+  cc.Xall = Xall;
+  cc.N = sh.n_rows;
+  cc.W = (size_t)sh.width;
+  cc.z = sc.z;
+  cc.z_param = sc.z_param;
+  cc.scan_frac = sc.scan_frac;
+  cc.isotropic = sc.isotropic;
+  cc.eps0 = sc.eps0;
+  cc.init_map = sc.init_map;
+  cc.cache_bytes = (size_t)sc.cache_mb << 20;
+
+  jobs = fly_alloc_array((size_t)sc.chains, sizeof *jobs);
+  th = fly_alloc_array((size_t)sc.chains, sizeof *th);
+  if( !jobs || !th ){ rc = fly_fail(&err, FLY_NOMEM, "chains"); goto done; }
+  if( resume_id > 0 ){
+    if( (rc = load_checkpoints(db, run_id, jobs, (int)sc.chains, &err)) ) goto done;
+  }else if( (rc = create_run(db, ds, bs, &sc, P, a, &run_id, &err)) ) goto done;
+
+  signal(SIGINT, on_sigint);
+  signal(SIGTERM, on_sigint);
+  for(int c = 0; c < sc.chains; c++){
+    jobs[c].sc = &sc;
+    jobs[c].cc = &cc;
+    jobs[c].run_id = run_id;
+    jobs[c].id = c;
+    atomic_store(&jobs[c].done, jobs[c].start);
+    if( pthread_create(&th[c], NULL, run_chain, &jobs[c]) != 0 ){
+      rc = fly_fail(&err, FLY_NOMEM, "starting chain %d", c + 1);
+      atomic_store(&g_stop, 1);
+      break;
+    }
+    nstarted++;
+  }
+  if( !sc.quiet ) fprintf(stderr, "run %lld: %lld chains x (%lld warm-up + %lld), z %s, "
+                          "seed %llu\n", (long long)run_id, (long long)sc.chains,
+                          (long long)sc.warmup, (long long)sc.iters, fly_zmode_name(sc.z),
+                          (unsigned long long)sc.seed);
+  {
+    fly_progress pg;
+    int64_t total = (sc.warmup + sc.iters) * sc.chains, start = 0;
+    fly_progress_start(&pg);
+    for(int c = 0; c < nstarted; c++) start += jobs[c].start;
+    for(;;){
+      int64_t d = 0, acc = 0, br = 0;
+      for(int c = 0; c < nstarted; c++){
+        d += atomic_load(&jobs[c].done);
+        acc += atomic_load(&jobs[c].acc);
+        br += atomic_load(&jobs[c].bright);
+      }
+      if( d >= total || atomic_load(&g_stop) ) break;
+      int alive = 0;
+      for(int c = 0; c < nstarted; c++)
+        if( atomic_load(&jobs[c].done) < sc.warmup + sc.iters && jobs[c].rc == FLY_OK ) alive = 1;
+      if( fly_progress_due(&pg) ){
+        double t = fly_now() - pg.t0, rate = t > 0 ? (double)(d - start) / t : 0;
+        fly_progress_draw(&pg, "sample: %lld/%lld iterations, %.0f it/s, bright %.2f%%, "
+                          "accept %.2f, ETA %.0fs", (long long)d, (long long)total, rate,
+                          100.0 * (double)br / (double)nstarted / (double)sh.n_rows,
+                          d > start ? (double)acc / (double)(d - start) : 0.0,
+                          rate > 0 ? (double)(total - d) / rate : 0.0);
+      }
+      if( !alive ) break;
+      struct timespec ts = { 0, 50 * 1000 * 1000 };
+      nanosleep(&ts, NULL);
+    }
+    fly_progress_end(&pg);
+  }
+  for(int c = 0; c < nstarted; c++) pthread_join(th[c], NULL);
+  for(int c = 0; c < nstarted && rc == FLY_OK; c++)
+    if( jobs[c].rc ){ rc = jobs[c].rc; err = jobs[c].err; }
+  {
+    int64_t viol = 0;
+    for(int c = 0; c < nstarted; c++) viol += jobs[c].n_viol;
+    if( viol && rc == FLY_OK )
+      rc = fly_fail(&err, FLY_NUMERIC, "the thinning bound was violated %lld times: "
+                    "the draws are not exact (a bug; please report)", (long long)viol);
+  }
+  double wall = fly_now() - t0;
+  if( rc == FLY_OK && atomic_load(&g_stop) ){
+    finish_run(db, run_id, "running", "interrupted; continue with --resume", wall, &err);
+    fprintf(stderr, "flydb: interrupted; every chain stopped at a checkpoint. Continue "
+            "with: flydb sample --db %s --resume %lld\n", sc.db_path, (long long)run_id);
+    rc = FLY_MISUSE;
+    goto out;
+  }
+  if( rc == FLY_OK ){
+    rc = finish_run(db, run_id, "done", NULL, wall, &err);
+    if( rc == FLY_OK && !sc.quiet ){
+      double tt = 0, tz = 0, trd = 0, tw = 0;
+      for(int c = 0; c < nstarted; c++){
+        tt += jobs[c].t_theta; tz += jobs[c].t_z; trd += jobs[c].t_read; tw += jobs[c].t_write;
+      }
+      fprintf(stderr, "run %lld done in %.2f s (chain time: theta %.2f s, z %.2f s, "
+              "reads %.2f s, writing %.2f s)\n", (long long)run_id, wall, tt, tz, trd, tw);
+      rc = fly_summary_print(db, run_id, &err);
+    }
+  }else if( run_id > 0 ){
+    fly_err e2 = {0};
+    finish_run(db, run_id, "failed", err.msg, wall, &e2);
+  }
+done:
+  if( rc ) fprintf(stderr, "flydb: %s\n", err.msg[0] ? err.msg : fly_rc_str(rc));
+out:
+  if( jobs ) for(int c = 0; c < sc.chains; c++) fly_free(jobs[c].ckpt);
+  fly_free(jobs);
+  fly_free(th);
+  fly_free(Xall);
+  fly_buckets_free(&bk);
+  fly_bounds_free(bd);
+  fly_db_close(db);
+  return rc ? 1 : 0;
+}
+
+int fly_cmd_sample(int argc, char **argv)
+{
+  fly_opt opts[NOPTS];
+  fly_args a = { opts, {0}, 0 };
+  fly_err err = {0};
+  memcpy(opts, sample_opts_tmpl, sizeof opts);
+  if( fly_args_parse(&a, argc, argv, 0, &err) ) return fly_usage_error(&a, "sample", synopsis, &err);
+  if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "sample", synopsis); return 0; }
+  if( !fly_args_set(&a, "resume") ) return run_sample(&a, 0);
+
+  /* --resume RUN_ID: only --db (and --quiet) may accompany it. */
+  int64_t run_id;
+  if( fly_args_int(&a, "resume", 0, 1, INT64_MAX, &run_id, &err) )
+    return fly_usage_error(&a, "sample", synopsis, &err);
+  for(fly_opt *o = opts; o->name; o++)
+    if( o->set && strcmp(o->name, "resume") && strcmp(o->name, "db") && strcmp(o->name, "quiet") ){
+      fly_fail(&err, FLY_MISUSE, "--resume continues a run with its stored options; "
+               "--%s cannot be changed", o->name);
+      return fly_usage_error(&a, "sample", synopsis, &err);
+    }
+  const char *dbp = fly_args_str(&a, "db", "flydb.db");
+  fly_db *db = NULL;
+  char **av = NULL;
+  int ac = 0;
+  fly_rc rc = fly_db_open(dbp, 0, &db, &err);
+  if( rc == FLY_OK ){
+    sqlite3_stmt *st = NULL;
+    rc = fly_db_prepare(db, "SELECT status FROM run WHERE id=?1", &st, &err);
+    if( rc == FLY_OK ){
+      sqlite3_bind_int64(st, 1, run_id);
+      if( sqlite3_step(st) != SQLITE_ROW )
+        rc = fly_fail(&err, FLY_RANGE, "%s has no run %lld", dbp, (long long)run_id);
+      else if( strcmp((const char *)sqlite3_column_text(st, 0), "done") == 0 )
+        rc = fly_fail(&err, FLY_MISUSE, "run %lld is already complete", (long long)run_id);
+      sqlite3_finalize(st);
+    }
+  }
+  if( rc == FLY_OK ) rc = load_config(db, run_id, &av, &ac, &err);
+  fly_db_close(db);
+  if( rc ){ free_argv(av, ac); return fly_report(rc, &err); }
+  fly_opt opts2[NOPTS];
+  fly_args a2 = { opts2, {0}, 0 };
+  memcpy(opts2, sample_opts_tmpl, sizeof opts2);
+  if( fly_args_parse(&a2, ac, av, 0, &err) == FLY_OK ){
+    fly_opt *o = fly_args_get(&a2, "db");
+    o->set = 1;
+    o->value = dbp;
+    if( fly_args_set(&a, "quiet") ) fly_args_get(&a2, "quiet")->set = 1;
+    int r = run_sample(&a2, run_id);
+    free_argv(av, ac);
+    return r;
+  }
+  free_argv(av, ac);
+  return fly_report(FLY_CORRUPT, &err);
+}

@@ -1,0 +1,711 @@
+/*
+ * chain.c -- one FlyMC (or regular) Markov chain (see chain.h).
+ *
+ * State: theta, the bright set z (zset + dense bright block with each bright
+ * row's gap = log L - log B at theta), the RNG and the kernel's adaptation.
+ *
+ * Theta step.  The kernel sees log p(theta | z) =
+ *   log p(theta) + sum_n log B_n(theta) [collapsed: O(P^2) from moments]
+ *                + sum_{bright} log Ltilde_n(theta),
+ * Ltilde_n = L_n/B_n - 1, evaluated with one BLAS pass over the bright block.
+ * An accepted proposal's gaps become the cached gaps (no second pass).
+ *
+ * Z step.  Given theta the z_n are independent with p(z_n = 1) =
+ * 1 - exp(-gap_n).  Every mode first handles rows that were dark when the
+ * step began (new bright rows are appended at the end of the block), then
+ * walks the old bright positions from the top down: darkening position p
+ * moves the current last bright row into p, and that row was either already
+ * visited or is new, so each row is visited exactly once.
+ *  - explicit (Alg. 1): ceil(alpha N) rows drawn with replacement get a
+ *    Gibbs update, in draw order.
+ *  - implicit (Alg. 2): each dark row is proposed bright with probability
+ *    q (geometric skipping), accepted when u < Ltilde/q; each bright row is
+ *    proposed dark and accepted when u < q/Ltilde.  (The printed Algorithm 2
+ *    has line 10's inequality reversed; these are the correct MH ratios.)
+ *  - gibbs: old bright rows draw z_n ~ Bern(p_n) from their cached gaps;
+ *    dark rows are thinned: bucket b proposes each of its rows with
+ *    pbar_b = 1 - exp(-gap_upper(key_b, r)) >= p_n (r = ||theta - MAP|| in
+ *    the Laplace metric), a candidate is read and accepted with p_n/pbar_b.
+ *    Exact Gibbs for every row at every iteration.  When the expected number
+ *    of candidates exceeds scan_frac N, a sequential scan is cheaper: every
+ *    dark row is read and drawn exactly.
+ *
+ * Regular mode: log p(theta | x) over all rows, from an in-memory block
+ * (or page by page), through the same kernel.
+ *
+ * The steady state allocates nothing: buffers grow only when the bright set
+ * or a candidate batch is larger than ever before.
+ */
+#include "flymc/chain.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "flymc/bright.h"
+#include "samplers/mh.h"
+#include "samplers/target.h"
+#include "store/db.h"
+#include "store/pages.h"
+#include "util/mem.h"
+#include "util/rng.h"
+
+#define CHUNK 4096            /* rows per model evaluation in regular mode */
+#define CKPT_MAGIC 0x43594c46u /* "FLYC" */
+#define CKPT_VERSION 1u
+
+struct fly_chain {
+  const fly_chain_cfg *cfg;
+  const fly_model *m;
+  int        id;
+  size_t     P, W, nxi, bw;   /* params, data width, xi per row, bound width */
+  fly_db    *db;
+  fly_pages *data, *bnd;
+  fly_rng    rng;
+  fly_mh     mh;
+  fly_target tgt;
+  double    *th;              /* current theta */
+  double     lp;              /* log density of the current state */
+  double     base, base_new;  /* log prior + collapsed bounds: current / last evaluated */
+  double     lp_new;          /* regular: last evaluated */
+  double    *L;               /* proposal shape (Cholesky of cov) or NULL */
+  fly_bright br;
+  /* evaluation buffers */
+  double    *logL, *logB, *work;
+  size_t     ev_cap;
+  /* candidates */
+  int64_t   *cid;
+  double    *cX, *cB, *cgap, *cpbar;
+  float     *cxi;
+  size_t     c_cap;
+  /* counters of the current iteration */
+  int64_t    n_lik, n_reads, n_cand, n_viol;
+  int        scanned;
+  double     t_theta, t_z, t_read;
+};
+
+const char *fly_zmode_name(fly_zmode z)
+{
+  switch( z ){
+  case FLY_Z_REGULAR:  return "regular";
+  case FLY_Z_EXPLICIT: return "explicit";
+  case FLY_Z_IMPLICIT: return "implicit";
+  case FLY_Z_GIBBS:    return "gibbs";
+  }
+  return "?";
+}
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Evaluation buffers for n rows. */
+static fly_rc ev_reserve(fly_chain *c, size_t n, fly_err *err)
+{
+  if( n <= c->ev_cap ) return FLY_OK;
+  size_t cap = c->ev_cap ? c->ev_cap : 1024;
+  while( cap < n ) cap *= 2;
+  size_t wl = c->m->type->work_len(c->m, cap);
+  double *a = fly_realloc_array(c->logL, cap, sizeof(double));
+  if( a ) c->logL = a;
+  double *b = fly_realloc_array(c->logB, cap, sizeof(double));
+  if( b ) c->logB = b;
+  double *w = fly_realloc_array(c->work, wl ? wl : 1, sizeof(double));
+  if( w ) c->work = w;
+  if( !a || !b || !w ) return fly_fail(err, FLY_NOMEM, "evaluation buffers (%zu rows)", cap);
+  c->ev_cap = cap;
+  return FLY_OK;
+}
+
+static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
+{
+  if( n <= c->c_cap ) return FLY_OK;
+  size_t cap = c->c_cap ? c->c_cap : 1024;
+  while( cap < n ) cap *= 2;
+  int ok = 1;
+#define GROW(ptr, k) do{ void *q_ = fly_realloc_array((ptr), cap, (k) * sizeof *(ptr)); \
+                         if( q_ ) (ptr) = q_; else ok = 0; }while(0)
+  GROW(c->cid, 1);
+  GROW(c->cX, c->W);
+  GROW(c->cB, c->bw);
+  GROW(c->cgap, 1);
+  GROW(c->cpbar, 1);
+  GROW(c->cxi, c->nxi);
+#undef GROW
+  if( !ok ) return fly_fail(err, FLY_NOMEM, "candidate buffers (%zu rows)", cap);
+  c->c_cap = cap;
+  return ev_reserve(c, cap, err);
+}
+
+/* ---- targets ---------------------------------------------------------- */
+
+static fly_rc nan_fail(fly_chain *c, fly_err *err, const char *what)
+{
+  return fly_fail(err, FLY_NUMERIC, "chain %d: the log density is NaN (%s); "
+                  "check the data for extreme values", c->id + 1, what);
+}
+
+static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
+                         fly_err *err)
+{
+  fly_chain *c = ctx;
+  const fly_model *m = c->m;
+  size_t B = (size_t)fly_bright_count(&c->br);
+  double t0 = now();
+  (void)grad;
+  double base = fly_model_log_prior(m, th, NULL)
+              + m->type->bound_sum(m, c->cfg->bounds->mom, th, NULL);
+  double sum = 0;
+  if( B ){
+    fly_rc rc = ev_reserve(c, B, err);
+    if( rc ) return rc;
+    m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
+    for(size_t i = 0; i < B; i++){
+      double g = c->logL[i] - c->logB[i];
+      c->br.gap_new[i] = g;
+      sum += fly_log_ltilde(g);
+    }
+    c->n_lik += (int64_t)B;
+  }
+  c->base_new = base;
+  *lp = base + sum;
+  c->t_theta += now() - t0;
+  if( isnan(*lp) ) return nan_fail(c, err, "FlyMC conditional");
+  return FLY_OK;
+}
+
+static void flymc_accept(void *ctx)
+{
+  fly_chain *c = ctx;
+  fly_bright_accept(&c->br);
+  c->base = c->base_new;
+}
+
+static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad,
+                           fly_err *err)
+{
+  fly_chain *c = ctx;
+  const fly_model *m = c->m;
+  const fly_chain_cfg *cfg = c->cfg;
+  double sum = fly_model_log_prior(m, th, NULL), t0 = now();
+  fly_rc rc;
+  (void)grad;
+  if( cfg->Xall ){
+    for(int64_t r = 0; r < cfg->N; r += CHUNK){
+      size_t n = (size_t)(cfg->N - r < CHUNK ? cfg->N - r : CHUNK);
+      m->type->eval(m, th, cfg->Xall + (size_t)r * c->W, c->W, NULL, n, c->logL,
+                    NULL, c->work);
+      for(size_t i = 0; i < n; i++) sum += c->logL[i];
+    }
+  }else{
+    const fly_pages_info *in = fly_pages_info_of(c->data);
+    for(int64_t pg = 0; pg < in->n_pages; pg++){
+      const double *rows;
+      size_t n;
+      double tr = now();
+      if( (rc = fly_pages_get(c->data, pg, &rows, &n, err)) ) return rc;
+      c->t_read += now() - tr;
+      m->type->eval(m, th, rows, c->W, NULL, n, c->logL, NULL, c->work);
+      for(size_t i = 0; i < n; i++) sum += c->logL[i];
+    }
+    c->n_reads += cfg->N;
+  }
+  c->n_lik += cfg->N;
+  *lp = sum;
+  c->lp_new = sum;
+  c->t_theta += now() - t0;
+  if( isnan(sum) ) return nan_fail(c, err, "full-data posterior");
+  return FLY_OK;
+}
+
+static void regular_accept(void *ctx) { (void)ctx; }
+
+/* ---- reading rows ----------------------------------------------------- */
+
+/* Read data and bound rows of candidates cid[0..k) and evaluate their gaps
+ * at theta into cgap. */
+static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
+{
+  fly_rc rc;
+  double t0 = now();
+  if( k == 0 ) return FLY_OK;
+  if( (rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err)) ) return rc;
+  if( (rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err)) ) return rc;
+  c->t_read += now() - t0;
+  for(size_t i = 0; i < k; i++)
+    for(size_t j = 0; j < c->nxi; j++)
+      c->cxi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
+  c->m->type->eval(c->m, c->th, c->cX, c->W, c->cxi, k, c->logL, c->logB, c->work);
+  for(size_t i = 0; i < k; i++) c->cgap[i] = c->logL[i] - c->logB[i];
+  c->n_reads += (int64_t)k;
+  c->n_lik += (int64_t)k;
+  return FLY_OK;
+}
+
+/* Sum of log Ltilde over the bright rows at the current theta. */
+static double bright_sum(const fly_chain *c)
+{
+  size_t B = (size_t)fly_bright_count(&c->br);
+  double s = 0;
+  for(size_t i = 0; i < B; i++) s += fly_log_ltilde(c->br.gap[i]);
+  return s;
+}
+
+/* Gibbs draw for the rows that were bright at the start of a z step:
+ * positions B_old-1 down to 0 (see the file comment). */
+static void bright_gibbs(fly_chain *c, int64_t B_old)
+{
+  for(int64_t pos = B_old - 1; pos >= 0; pos--){
+    double p = fly_p_bright(c->br.gap[pos]);
+    if( !(fly_rng_uniform(&c->rng) < p) )
+      fly_bright_remove(&c->br, fly_zset_ith_bright(c->br.z, pos));
+  }
+}
+
+/* Exact Gibbs for every row dark at the start, by a sequential scan. */
+static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
+{
+  const fly_pages_info *in = fly_pages_info_of(c->data);
+  int64_t B_old = fly_bright_count(&c->br);
+  fly_rc rc;
+  c->scanned = 1;
+  for(int64_t pg = 0; pg < in->n_pages; pg++){
+    const double *X, *Bd;
+    size_t n, nb;
+    double t0 = now();
+    if( (rc = fly_pages_get(c->data, pg, &X, &n, err)) ) return rc;
+    if( (rc = cand_reserve(c, n, err)) ) return rc;
+    /* copy: the next fly_pages_get on the bound handle is independent, but
+     * the data pointer must survive only until the loop below */
+    if( (rc = fly_pages_get(c->bnd, pg, &Bd, &nb, err)) ) return rc;
+    c->t_read += now() - t0;
+    if( nb != n ) return fly_fail(err, FLY_CORRUPT, "page %lld: %zu data rows but "
+                                  "%zu bound rows", (long long)pg, n, nb);
+    for(size_t i = 0; i < n; i++)
+      for(size_t j = 0; j < c->nxi; j++)
+        c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
+    c->m->type->eval(c->m, c->th, X, c->W, c->cxi, n, c->logL, c->logB, c->work);
+    int64_t row0 = pg * in->page_rows;
+    c->n_lik += (int64_t)n;    /* the whole page was evaluated and read */
+    c->n_reads += (int64_t)n;
+    for(size_t i = 0; i < n; i++){
+      int64_t row = row0 + (int64_t)i;
+      if( fly_zset_is_bright(c->br.z, row) ) continue;
+      double gap = c->logL[i] - c->logB[i];
+      if( fly_rng_uniform(&c->rng) < fly_p_bright(gap) )
+        if( (rc = fly_bright_add(&c->br, row, X + i * c->W, c->cxi + i * c->nxi,
+                                 gap, err)) ) return rc;
+    }
+  }
+  bright_gibbs(c, B_old);
+  return FLY_OK;
+}
+
+static fly_rc add_cand(fly_chain *c, size_t *k, int64_t row, double pbar,
+                       fly_err *err)
+{
+  fly_rc rc = cand_reserve(c, *k + 1, err);
+  if( rc ) return rc;
+  c->cid[*k] = row;
+  c->cpbar[*k] = pbar;
+  (*k)++;
+  return FLY_OK;
+}
+
+static fly_rc z_gibbs(fly_chain *c, fly_err *err)
+{
+  const fly_buckets *bk = c->cfg->buckets;
+  const fly_model *m = c->m;
+  const fly_bounds *bd = c->cfg->bounds;
+  int64_t B_old = fly_bright_count(&c->br);
+  double r, expect = 0;
+  size_t k = 0;
+  fly_rc rc;
+
+  if( (rc = ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
+  r = m->type->radius(m, c->th, bd->theta_map, bd->prec, c->work);
+  for(size_t b = 0; b < bk->nb; b++){
+    double pb = -expm1(-m->type->gap_upper(m, bk->key[b], r));
+    expect += pb * (double)(bk->start[b + 1] - bk->start[b]);
+  }
+  if( expect > c->cfg->scan_frac * (double)c->cfg->N ) return scan_gibbs(c, err);
+
+  for(size_t b = 0; b < bk->nb; b++){
+    int64_t s = bk->start[b], nb = bk->start[b + 1] - s;
+    if( nb == 0 ) continue;
+    double pb = -expm1(-m->type->gap_upper(m, bk->key[b], r));
+    if( !(pb > 0) ) continue;
+    if( pb >= 1 ){
+      for(int64_t i = 0; i < nb; i++){
+        int64_t row = bk->perm[s + i];
+        if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, 1.0, err)) )
+          return rc;
+      }
+      continue;
+    }
+    uint64_t i = fly_rng_geometric(&c->rng, pb);
+    while( i < (uint64_t)nb ){
+      int64_t row = bk->perm[s + (int64_t)i];
+      if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, pb, err)) )
+        return rc;
+      uint64_t g = fly_rng_geometric(&c->rng, pb);
+      if( g >= (uint64_t)nb ) break;
+      i += 1 + g;
+    }
+  }
+  c->n_cand += (int64_t)k;
+  if( (rc = read_candidates(c, k, err)) ) return rc;
+  for(size_t j = 0; j < k; j++){
+    double p = fly_p_bright(c->cgap[j]);
+    if( p > c->cpbar[j] * (1 + 1e-12) ) c->n_viol++;
+    if( fly_rng_uniform(&c->rng) * c->cpbar[j] < p )
+      if( (rc = fly_bright_add(&c->br, c->cid[j], c->cX + j * c->W,
+                               c->cxi + j * c->nxi, c->cgap[j], err)) ) return rc;
+  }
+  bright_gibbs(c, B_old);
+  return FLY_OK;
+}
+
+static fly_rc z_implicit(fly_chain *c, fly_err *err)
+{
+  double q = c->cfg->z_param, logq = log(q);
+  int64_t B_old = fly_bright_count(&c->br), nd = c->cfg->N - B_old;
+  size_t k = 0;
+  fly_rc rc;
+
+  /* Dark rows proposed bright with probability q, chosen by skipping. */
+  if( nd > 0 ){
+    uint64_t i = fly_rng_geometric(&c->rng, q);
+    while( i < (uint64_t)nd ){
+      if( (rc = add_cand(c, &k, fly_zset_ith_dark(c->br.z, (int64_t)i), q, err)) ) return rc;
+      uint64_t g = fly_rng_geometric(&c->rng, q);
+      if( g >= (uint64_t)nd ) break;
+      i += 1 + g;
+    }
+  }
+  if( (rc = read_candidates(c, k, err)) ) return rc;
+  for(size_t j = 0; j < k; j++){
+    /* dark -> bright accepted when u < Ltilde / q */
+    if( log(fly_rng_uniform(&c->rng)) < fly_log_ltilde(c->cgap[j]) - logq )
+      if( (rc = fly_bright_add(&c->br, c->cid[j], c->cX + j * c->W,
+                               c->cxi + j * c->nxi, c->cgap[j], err)) ) return rc;
+  }
+  /* Every old bright row proposed dark: accepted when u < q / Ltilde. */
+  for(int64_t pos = B_old - 1; pos >= 0; pos--){
+    if( log(fly_rng_uniform(&c->rng)) < logq - fly_log_ltilde(c->br.gap[pos]) )
+      fly_bright_remove(&c->br, fly_zset_ith_bright(c->br.z, pos));
+  }
+  return FLY_OK;
+}
+
+static fly_rc z_explicit(fly_chain *c, fly_err *err)
+{
+  int64_t N = c->cfg->N;
+  size_t k = (size_t)ceil(c->cfg->z_param * (double)N), nread = 0;
+  fly_rc rc;
+  if( k == 0 ) return FLY_OK;
+  if( (rc = cand_reserve(c, 2 * k, err)) ) return rc;
+  /* Draw the rows; bright ones are copied from the block (no read), dark
+   * ones are read in one batch into slots k.. and moved into place. */
+  for(size_t j = 0; j < k; j++) c->cid[j] = (int64_t)fly_rng_below(&c->rng, (uint64_t)N);
+  size_t *slot = (size_t *)(void *)c->cpbar; /* reuse: position of each draw's data */
+  for(size_t j = 0; j < k; j++){
+    int64_t n = c->cid[j];
+    if( fly_zset_is_bright(c->br.z, n) ){
+      int64_t pos = fly_zset_pos(c->br.z, n);
+      memcpy(c->cX + j * c->W, c->br.X + (size_t)pos * c->W, c->W * sizeof(double));
+      memcpy(c->cxi + j * c->nxi, c->br.xi + (size_t)pos * c->nxi, c->nxi * sizeof(float));
+      c->cgap[j] = c->br.gap[pos];
+      slot[j] = (size_t)-1;
+    }else{
+      c->cid[k + nread] = n;
+      slot[j] = nread++;
+    }
+  }
+  if( nread ){
+    int64_t *ids = c->cid + k;
+    double t0 = now();
+    if( (rc = fly_pages_read_rows(c->data, ids, nread, c->cX + k * c->W, err)) ) return rc;
+    if( (rc = fly_pages_read_rows(c->bnd, ids, nread, c->cB, err)) ) return rc;
+    c->t_read += now() - t0;
+    for(size_t i = 0; i < nread; i++)
+      for(size_t j = 0; j < c->nxi; j++)
+        c->cxi[(k + i) * c->nxi + j] = (float)c->cB[i * c->bw + j];
+    c->m->type->eval(c->m, c->th, c->cX + k * c->W, c->W, c->cxi + k * c->nxi, nread,
+                     c->logL, c->logB, c->work);
+    for(size_t i = 0; i < nread; i++) c->cgap[k + i] = c->logL[i] - c->logB[i];
+    c->n_reads += (int64_t)nread;
+    c->n_lik += (int64_t)nread;
+  }
+  for(size_t j = 0; j < k; j++){
+    size_t s = slot[j] == (size_t)-1 ? j : k + slot[j];
+    int64_t n = c->cid[j];
+    double p = fly_p_bright(c->cgap[s]);
+    int want = fly_rng_uniform(&c->rng) < p;
+    int is = fly_zset_is_bright(c->br.z, n);
+    if( want && !is ){
+      if( (rc = fly_bright_add(&c->br, n, c->cX + s * c->W, c->cxi + s * c->nxi,
+                               c->cgap[s], err)) ) return rc;
+    }else if( !want && is ){
+      fly_bright_remove(&c->br, n);
+    }
+  }
+  return FLY_OK;
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
+                      fly_chain **pc, fly_err *err)
+{
+  fly_chain *c = NULL;
+  fly_rc rc;
+  *pc = NULL;
+  c = fly_alloc_array(1, sizeof *c);
+  if( !c ) return fly_fail(err, FLY_NOMEM, "chain");
+  c->cfg = cfg;
+  c->m = cfg->m;
+  c->id = chain_id;
+  c->P = cfg->m->type->n_params(cfg->m);
+  c->W = cfg->W;
+  c->nxi = cfg->m->type->n_xi(cfg->m);
+  c->bw = c->nxi + 1;
+  fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
+
+  if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
+  if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
+    size_t share = cfg->z == FLY_Z_REGULAR ? cfg->cache_bytes : cfg->cache_bytes / 4 * 3;
+    if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
+                             &c->data, err)) ) goto done;
+  }
+  if( cfg->z != FLY_Z_REGULAR ){
+    if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id,
+                             cfg->cache_bytes / 4, &c->bnd, err)) ) goto done;
+    if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, err)) ) goto done;
+  }
+  c->th = fly_alloc_array(c->P, sizeof *c->th);
+  if( !c->th ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
+  if( (rc = ev_reserve(c, CHUNK, err)) ) goto done;
+  c->L = cfg->isotropic ? NULL : cfg->bounds->chol_cov;
+  if( (rc = fly_mh_init(&c->mh, c->P, c->L, cfg->eps0, err)) ) goto done;
+  c->tgt.ctx = c;
+  c->tgt.P = c->P;
+  c->tgt.logp = cfg->z == FLY_Z_REGULAR ? regular_logp : flymc_logp;
+  c->tgt.accept = cfg->z == FLY_Z_REGULAR ? regular_accept : flymc_accept;
+done:
+  if( rc ){
+    fly_chain_close(c);
+    return rc;
+  }
+  *pc = c;
+  return FLY_OK;
+}
+
+void fly_chain_close(fly_chain *c)
+{
+  if( !c ) return;
+  fly_mh_free(&c->mh);
+  fly_bright_free(&c->br);
+  fly_pages_close(c->data);
+  fly_pages_close(c->bnd);
+  fly_db_close(c->db);
+  fly_free(c->th);
+  fly_free(c->logL);
+  fly_free(c->logB);
+  fly_free(c->work);
+  fly_free(c->cid);
+  fly_free(c->cX);
+  fly_free(c->cB);
+  fly_free(c->cgap);
+  fly_free(c->cpbar);
+  fly_free(c->cxi);
+  fly_free(c);
+}
+
+const double *fly_chain_theta(const fly_chain *c) { return c->th; }
+size_t fly_chain_dim(const fly_chain *c) { return c->P; }
+
+void fly_chain_times(const fly_chain *c, double *t_theta, double *t_z,
+                     double *t_read)
+{
+  *t_theta = c->t_theta;
+  *t_z = c->t_z;
+  *t_read = c->t_read;
+}
+
+static void reset_counters(fly_chain *c)
+{
+  c->n_lik = c->n_reads = c->n_cand = c->n_viol = 0;
+  c->scanned = 0;
+}
+
+/* Evaluate the target at the current theta and make it current. */
+static fly_rc refresh(fly_chain *c, fly_err *err)
+{
+  double lp;
+  fly_rc rc = c->tgt.logp(c->tgt.ctx, c->th, &lp, NULL, err);
+  if( rc ) return rc;
+  c->tgt.accept(c->tgt.ctx);
+  c->lp = lp;
+  return FLY_OK;
+}
+
+fly_rc fly_chain_init(fly_chain *c, fly_err *err)
+{
+  const fly_bounds *bd = c->cfg->bounds;
+  fly_rc rc = ev_reserve(c, c->P, err);
+  if( rc ) return rc;
+  memcpy(c->th, bd->theta_map, c->P * sizeof *c->th);
+  if( !c->cfg->init_map ){
+    /* theta_0 = MAP + chol(cov) e: a draw from the Laplace approximation */
+    double *e = c->logL;
+    for(size_t i = 0; i < c->P; i++) e[i] = fly_rng_normal(&c->rng);
+    for(size_t i = 0; i < c->P; i++){
+      double s = 0;
+      for(size_t j = 0; j <= i; j++) s += bd->chol_cov[i * c->P + j] * e[j];
+      c->th[i] += s;
+    }
+  }
+  reset_counters(c);
+  if( c->cfg->z != FLY_Z_REGULAR && (rc = scan_gibbs(c, err)) ) return rc;
+  return refresh(c, err);
+}
+
+fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
+{
+  fly_rc rc;
+  int acc = 0;
+  double eps = exp(c->mh.st.log_eps);
+  reset_counters(c);
+
+  rc = fly_mh_step(&c->mh, &c->tgt, &c->rng, c->th, &c->lp, adapt, &acc, err);
+  if( rc ) return rc;
+
+  if( c->cfg->z != FLY_Z_REGULAR ){
+    double t0 = now(), tr = c->t_read;
+    switch( c->cfg->z ){
+    case FLY_Z_EXPLICIT: rc = z_explicit(c, err); break;
+    case FLY_Z_IMPLICIT: rc = z_implicit(c, err); break;
+    case FLY_Z_GIBBS:    rc = z_gibbs(c, err); break;
+    default:             rc = FLY_MISUSE; break;
+    }
+    if( rc ) return rc;
+    c->lp = c->base + bright_sum(c);
+    c->t_z += (now() - t0) - (c->t_read - tr);
+  }
+  s->lp = c->lp;
+  s->n_bright = c->cfg->z == FLY_Z_REGULAR ? c->cfg->N : fly_bright_count(&c->br);
+  s->n_lik = c->n_lik;
+  s->n_reads = c->n_reads;
+  s->n_cand = c->n_cand;
+  s->n_viol = c->n_viol;
+  s->accepted = acc;
+  s->eps = eps;
+  s->scanned = c->scanned;
+  if( isnan(c->lp) ) return nan_fail(c, err, "after the z step");
+  return FLY_OK;
+}
+
+/* ---- checkpoints ------------------------------------------------------ */
+
+typedef struct ckpt_head {
+  uint32_t magic, version, P, pad;
+  int64_t  B;
+  double   lp, base, log_eps, n_adapt;
+  uint64_t rng[4];
+} ckpt_head;
+
+fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err)
+{
+  ckpt_head h;
+  memset(&h, 0, sizeof h);
+  h.magic = CKPT_MAGIC;
+  h.version = CKPT_VERSION;
+  h.P = (uint32_t)c->P;
+  h.B = c->cfg->z == FLY_Z_REGULAR ? 0 : fly_bright_count(&c->br);
+  h.lp = c->lp;
+  h.base = c->base;
+  h.log_eps = c->mh.st.log_eps;
+  h.n_adapt = c->mh.st.n_adapt;
+  memcpy(h.rng, c->rng.s, sizeof h.rng);
+  size_t n = sizeof h + c->P * sizeof(double) + (size_t)h.B * (sizeof(int64_t) + sizeof(double));
+  unsigned char *p = fly_alloc_array(n, 1);
+  if( !p ) return fly_fail(err, FLY_NOMEM, "checkpoint of %zu bytes", n);
+  unsigned char *q = p;
+  memcpy(q, &h, sizeof h); q += sizeof h;
+  memcpy(q, c->th, c->P * sizeof(double)); q += c->P * sizeof(double);
+  for(int64_t i = 0; i < h.B; i++){
+    int64_t row = fly_zset_ith_bright(c->br.z, i);
+    memcpy(q, &row, sizeof row); q += sizeof row;
+    memcpy(q, &c->br.gap[i], sizeof(double)); q += sizeof(double);
+  }
+  *blob = p;
+  *len = n;
+  return FLY_OK;
+}
+
+fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *err)
+{
+  ckpt_head h;
+  const unsigned char *q = blob;
+  int64_t *rows = NULL;
+  fly_rc rc = FLY_OK;
+  if( len < sizeof h ) return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: "
+                                       "%zu bytes, too short", c->id + 1, len);
+  memcpy(&h, q, sizeof h); q += sizeof h;
+  if( h.magic != CKPT_MAGIC || h.version != CKPT_VERSION || h.P != c->P )
+    return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: bad header "
+                    "(magic %08x, version %u, %u parameters, expected %zu)",
+                    c->id + 1, h.magic, h.version, h.P, c->P);
+  if( h.B < 0 || h.B > c->cfg->N || (c->cfg->z == FLY_Z_REGULAR && h.B != 0) ||
+      len != sizeof h + c->P * sizeof(double) +
+             (size_t)h.B * (sizeof(int64_t) + sizeof(double)) )
+    return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: %zu bytes do not "
+                    "hold %lld bright rows", c->id + 1, len, (long long)h.B);
+  memcpy(c->th, q, c->P * sizeof(double)); q += c->P * sizeof(double);
+  c->lp = h.lp;
+  c->base = h.base;
+  c->mh.st.log_eps = h.log_eps;
+  c->mh.st.n_adapt = h.n_adapt;
+  memcpy(c->rng.s, h.rng, sizeof h.rng);
+  if( c->cfg->z == FLY_Z_REGULAR ) return FLY_OK;
+
+  size_t B = (size_t)h.B;
+  rows = fly_alloc_array(B ? B : 1, sizeof *rows);
+  if( !rows ) return fly_fail(err, FLY_NOMEM, "checkpoint restore");
+  if( (rc = cand_reserve(c, B, err)) ) goto done;
+  if( (rc = fly_bright_reserve(&c->br, B, err)) ) goto done;
+  for(size_t i = 0; i < B; i++){
+    memcpy(&rows[i], q, sizeof(int64_t)); q += sizeof(int64_t);
+    memcpy(&c->cgap[i], q, sizeof(double)); q += sizeof(double);
+    if( rows[i] < 0 || rows[i] >= c->cfg->N ){
+      rc = fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: row %lld out of range",
+                    c->id + 1, (long long)rows[i]);
+      goto done;
+    }
+  }
+  /* Rebuild the block in the saved order: data from the store, gaps saved. */
+  if( B ){
+    if( (rc = fly_pages_read_rows(c->data, rows, B, c->cX, err)) ) goto done;
+    if( (rc = fly_pages_read_rows(c->bnd, rows, B, c->cB, err)) ) goto done;
+  }
+  {
+    fly_zset *z = c->br.z;
+    if( (rc = fly_zset_set_bright(z, rows, (int64_t)B, err)) ){
+      fly_err_prefix(err, "checkpoint of chain %d", c->id + 1);
+      goto done;
+    }
+  }
+  for(size_t i = 0; i < B; i++){
+    memcpy(c->br.X + i * c->W, c->cX + i * c->W, c->W * sizeof(double));
+    for(size_t j = 0; j < c->nxi; j++)
+      c->br.xi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
+    c->br.gap[i] = c->cgap[i];
+  }
+done:
+  fly_free(rows);
+  return rc;
+}

@@ -1,0 +1,93 @@
+/*
+ * chain.h -- one Markov chain of flydb: FlyMC (theta and z alternately) or
+ * regular full-data MCMC, over a data set in the store.
+ *
+ * This is where the pieces meet: the model (likelihood, bounds), the tuned
+ * bounds (MAP, Laplace covariance, moments), the store (rows on demand),
+ * the z structure and bright block, and a theta kernel that sees only a
+ * log density.  A chain belongs to one thread and opens its own database
+ * connection; everything in fly_chain_cfg is shared read-only.
+ *
+ * Same configuration, chain id and seed => bit-identical iterations, and
+ * fly_chain_save/restore capture the whole state (theta, z in order, the
+ * bright rows' gaps, RNG, adaptation), so a resumed chain continues exactly.
+ */
+#ifndef FLY_CHAIN_H
+#define FLY_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flymc/buckets.h"
+#include "models/model.h"
+#include "tune/tune.h"
+#include "util/err.h"
+
+typedef enum {
+  FLY_Z_REGULAR = 0,   /* every z_n = 1: full-data MCMC, no bounds */
+  FLY_Z_EXPLICIT,      /* Algorithm 1: Gibbs on a random fraction of rows */
+  FLY_Z_IMPLICIT,      /* Algorithm 2: MH flips, dark->bright by skipping */
+  FLY_Z_GIBBS,         /* exact Gibbs refresh of all z by thinning */
+} fly_zmode;
+
+const char *fly_zmode_name(fly_zmode z);
+
+typedef struct fly_chain_cfg {
+  const char        *db_path;
+  int64_t            dataset_id;
+  const fly_model   *m;
+  const fly_bounds  *bounds;     /* MAP, Laplace, moments (bounds unused if regular) */
+  const fly_buckets *buckets;    /* FLY_Z_GIBBS only */
+  const double      *Xall;       /* regular: all rows in memory (N x W), or NULL
+                                    to stream pages */
+  int64_t            N;
+  size_t             W;          /* values per stored row */
+  fly_zmode          z;
+  double             z_param;    /* explicit: fraction; implicit: q_db */
+  double             scan_frac;  /* gibbs: full scan when E[candidates] > scan_frac N */
+  int                isotropic;  /* proposals N(0, eps^2 I) instead of Laplace-shaped */
+  double             eps0;       /* initial step size */
+  int                init_map;   /* start at the MAP instead of a Laplace draw */
+  size_t             cache_bytes;
+} fly_chain_cfg;
+
+typedef struct fly_iter_stats {
+  double  lp;          /* log p(theta, z | x) + const (regular: log posterior) */
+  int64_t n_bright;
+  int64_t n_lik;       /* per-datum likelihood evaluations this iteration */
+  int64_t n_reads;     /* rows read from the store this iteration */
+  int64_t n_cand;      /* thinning candidates (gibbs) */
+  int64_t n_viol;      /* candidates whose exact probability exceeded the
+                          bound (must stay 0; counted, never hidden) */
+  int     accepted;
+  double  eps;         /* step size used */
+  int     scanned;     /* the z step fell back to a sequential scan */
+} fly_iter_stats;
+
+typedef struct fly_chain fly_chain;
+
+fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
+                      fly_chain **pc, fly_err *err);
+void   fly_chain_close(fly_chain *c);                 /* NULL: no-op */
+
+/* Initial state: theta (MAP or a draw from the Laplace approximation) and,
+ * for FlyMC, z drawn exactly from its conditional by one scan. */
+fly_rc fly_chain_init(fly_chain *c, fly_err *err);
+
+/* One iteration: theta step, then z step.  adapt: warm-up adaptation on. */
+fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
+
+const double *fly_chain_theta(const fly_chain *c);
+size_t        fly_chain_dim(const fly_chain *c);
+
+/* Checkpoint: *blob (caller frees with fly_free) of *len bytes. */
+fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err);
+/* Restore a checkpoint made by a chain of the same configuration.
+ * FLY_CORRUPT if the blob is malformed. */
+fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *err);
+
+/* Time spent so far in the theta step, the z step, and store reads. */
+void   fly_chain_times(const fly_chain *c, double *t_theta, double *t_z,
+                       double *t_read);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * db.c -- opening a flydb file: identity checks, schema creation and
+ * migration, transactions.
+ *
+ * A file is accepted when it is SQLite and either empty (then it gets the
+ * schema) or carries application_id FLY_APP_ID with a user_version no newer
+ * than this binary's.  Any other SQLite file is refused, so flydb never
+ * writes tables into somebody else's database.  An older version is brought
+ * up to date in one transaction: migrations are all-or-nothing.
+ *
+ * Connection settings: foreign keys on, memory-mapped I/O on (random row
+ * reads go through the OS page cache without copies), a busy timeout so a
+ * reader and a writer in different processes wait briefly instead of
+ * failing.  WAL is switched on by fly_db_wal() when a run starts writing.
+ */
+#include "store/db.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/schema.h"
+#include "util/mem.h"
+
+struct fly_db {
+  sqlite3 *h;
+  char    *path;
+  int      flags;
+};
+
+fly_rc fly_db_fail(fly_db *db, fly_err *err, const char *what)
+{
+  const char *m = db && db->h ? sqlite3_errmsg(db->h) : "no connection";
+  return fly_fail(err, FLY_SQL, "%s: %s (%s)", what, m,
+                  db && db->path ? db->path : "?");
+}
+
+fly_rc fly_db_exec(fly_db *db, const char *sql, fly_err *err)
+{
+  char *msg = NULL;
+  if( sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK ){
+    fly_rc rc = fly_fail(err, FLY_SQL, "%s (%s)", msg ? msg : "SQL error",
+                         db->path);
+    sqlite3_free(msg);
+    return rc;
+  }
+  return FLY_OK;
+}
+
+fly_rc fly_db_prepare(fly_db *db, const char *sql, sqlite3_stmt **st,
+                      fly_err *err)
+{
+  *st = NULL;
+  if( sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK ){
+    fly_rc rc = fly_fail(err, FLY_SQL, "preparing \"%.80s\": %s (%s)", sql,
+                         sqlite3_errmsg(db->h), db->path);
+    sqlite3_finalize(*st);
+    *st = NULL;
+    return rc;
+  }
+  return FLY_OK;
+}
+
+fly_rc fly_db_begin(fly_db *db, fly_err *err)
+{
+  return fly_db_exec(db, "BEGIN IMMEDIATE", err);
+}
+
+fly_rc fly_db_commit(fly_db *db, fly_err *err)
+{
+  return fly_db_exec(db, "COMMIT", err);
+}
+
+void fly_db_rollback(fly_db *db)
+{
+  if( db && db->h && !sqlite3_get_autocommit(db->h) )
+    sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+sqlite3 *fly_db_sqlite(fly_db *db) { return db->h; }
+const char *fly_db_path(const fly_db *db) { return db->path; }
+
+/* One integer from a PRAGMA or query. */
+static fly_rc query_int(fly_db *db, const char *sql, int64_t *out,
+                        fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, sql, &st, err);
+  if( rc ) return rc;
+  int s = sqlite3_step(st);
+  if( s == SQLITE_ROW ){
+    *out = sqlite3_column_int64(st, 0);
+    rc = FLY_OK;
+  }else if( s == SQLITE_NOTADB || s == SQLITE_CORRUPT ){
+    rc = fly_fail(err, FLY_CORRUPT, "%s is not a flydb database (%s)",
+                  db->path, sqlite3_errmsg(db->h));
+  }else{
+    rc = fly_db_fail(db, err, sql);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Apply migrations from version `from` to the current one. */
+static fly_rc migrate(fly_db *db, int64_t from, fly_err *err)
+{
+  char sql[96];
+  fly_rc rc = fly_db_begin(db, err);
+  if( rc ) return rc;
+  for(int v = (int)from + 1; v <= fly_schema_version; v++){
+    const fly_migration *mg = &fly_migrations[v - 1];
+    rc = fly_db_exec(db, mg->sql, err);
+    if( rc ){
+      fly_err_prefix(err, "schema %s", mg->file);
+      goto done;
+    }
+  }
+  snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d",
+           FLY_APP_ID, fly_schema_version);
+  rc = fly_db_exec(db, sql, err);
+  if( rc == FLY_OK ) rc = fly_db_commit(db, err);
+done:
+  if( rc ) fly_db_rollback(db);
+  return rc;
+}
+
+static fly_rc check_identity(fly_db *db, fly_err *err)
+{
+  int64_t app = 0, ver = 0, n_obj = 0;
+  fly_rc rc;
+  /* The first read of the header tells whether this is SQLite at all. */
+  if( (rc = query_int(db, "PRAGMA application_id", &app, err)) ) return rc;
+  if( (rc = query_int(db, "PRAGMA user_version", &ver, err)) ) return rc;
+  if( (rc = query_int(db, "SELECT count(*) FROM sqlite_schema", &n_obj, err)) )
+    return rc;
+
+  if( app == 0 && ver == 0 && n_obj == 0 ){
+    if( db->flags & FLY_DB_READONLY )
+      return fly_fail(err, FLY_MISUSE, "%s is empty: not a flydb database yet",
+                      db->path);
+    return migrate(db, 0, err);
+  }
+  if( app != FLY_APP_ID )
+    return fly_fail(err, FLY_MISUSE,
+                    "%s is a SQLite database but not a flydb file "
+                    "(application_id %lld, expected %d); refusing to touch it",
+                    db->path, (long long)app, FLY_APP_ID);
+  if( ver > fly_schema_version )
+    return fly_fail(err, FLY_MISUSE,
+                    "%s has flydb schema version %lld, newer than this "
+                    "flydb (%d): upgrade flydb", db->path, (long long)ver,
+                    fly_schema_version);
+  if( ver < 1 )
+    return fly_fail(err, FLY_CORRUPT, "%s has flydb schema version %lld",
+                    db->path, (long long)ver);
+  if( ver < fly_schema_version ){
+    if( db->flags & FLY_DB_READONLY )
+      return fly_fail(err, FLY_MISUSE,
+                      "%s has schema version %lld; open it read-write once "
+                      "to migrate it to %d", db->path, (long long)ver,
+                      fly_schema_version);
+    return migrate(db, ver, err);
+  }
+  return FLY_OK;
+}
+
+fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
+{
+  fly_db *db = NULL;
+  fly_rc rc = FLY_OK;
+  struct stat sb;
+  int oflags;
+
+  *pdb = NULL;
+  if( stat(path, &sb) != 0 ){
+    if( errno != ENOENT || !(flags & FLY_DB_CREATE) )
+      return fly_fail(err, FLY_IO, "cannot open database %s: %s", path,
+                      errno == ENOENT ? "no such file (run `flydb ingest` first)"
+                                      : strerror(errno));
+  }else if( S_ISDIR(sb.st_mode) ){
+    return fly_fail(err, FLY_IO, "database %s is a directory", path);
+  }
+
+  db = fly_alloc_array(1, sizeof *db);
+  if( !db ) return fly_fail(err, FLY_NOMEM, "opening %s", path);
+  db->flags = flags;
+  db->path = fly_strdup(path);
+  if( !db->path ){ rc = fly_fail(err, FLY_NOMEM, "opening %s", path); goto done; }
+
+  oflags = (flags & FLY_DB_READONLY) ? SQLITE_OPEN_READONLY
+         : SQLITE_OPEN_READWRITE | ((flags & FLY_DB_CREATE) ? SQLITE_OPEN_CREATE : 0);
+  if( sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ){
+    rc = fly_db_fail(db, err, "cannot open database");
+    goto done;
+  }
+  sqlite3_extended_result_codes(db->h, 1);
+  sqlite3_busy_timeout(db->h, 10000);
+  if( flags & FLY_DB_FAST ){
+    rc = fly_db_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF", err);
+  }else{
+    rc = fly_db_exec(db, "PRAGMA synchronous=NORMAL", err);
+  }
+  if( rc == FLY_OK )
+    rc = fly_db_exec(db, "PRAGMA foreign_keys=ON; PRAGMA mmap_size=1099511627776;"
+                         "PRAGMA cache_size=-65536", err);
+  if( rc ){
+    /* A non-database file fails at the first statement that reads it. */
+    if( sqlite3_errcode(db->h) == SQLITE_NOTADB )
+      rc = fly_fail(err, FLY_CORRUPT, "%s is not a flydb database (not SQLite)",
+                    path);
+    goto done;
+  }
+  rc = check_identity(db, err);
+
+done:
+  if( rc ){
+    fly_db_close(db);
+    return rc;
+  }
+  *pdb = db;
+  return FLY_OK;
+}
+
+void fly_db_close(fly_db *db)
+{
+  if( !db ) return;
+  if( db->h ){
+    fly_db_rollback(db);
+    sqlite3_close_v2(db->h);
+  }
+  fly_free(db->path);
+  fly_free(db);
+}
+
+fly_rc fly_db_wal(fly_db *db, fly_err *err)
+{
+  if( db->flags & (FLY_DB_FAST | FLY_DB_READONLY) ) return FLY_OK;
+  return fly_db_exec(db, "PRAGMA journal_mode=WAL", err);
+}
+
+fly_rc fly_db_dataset_id(fly_db *db, const char *name, int64_t *id,
+                         fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc;
+  char names[256] = "";
+  size_t used = 0;
+  int64_t n = 0;
+
+  if( name ){
+    rc = fly_db_prepare(db, "SELECT id FROM dataset WHERE name = ?1", &st, err);
+    if( rc ) return rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    if( s == SQLITE_ROW ){
+      *id = sqlite3_column_int64(st, 0);
+      rc = FLY_OK;
+    }else if( s == SQLITE_DONE ){
+      rc = fly_fail(err, FLY_RANGE, "%s has no data set named '%s'",
+                    db->path, name);
+    }else{
+      rc = fly_db_fail(db, err, "looking up data set");
+    }
+    sqlite3_finalize(st);
+    return rc;
+  }
+  rc = fly_db_prepare(db, "SELECT id, name FROM dataset ORDER BY id", &st, err);
+  if( rc ) return rc;
+  int s;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    if( n++ == 0 ) *id = sqlite3_column_int64(st, 0);
+    const char *nm = (const char *)sqlite3_column_text(st, 1);
+    int w = snprintf(names + used, sizeof names - used, "%s'%s'",
+                     n > 1 ? ", " : "", nm ? nm : "");
+    if( w > 0 && (size_t)w < sizeof names - used ) used += (size_t)w;
+  }
+  if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "listing data sets");
+  else if( n == 0 )
+    rc = fly_fail(err, FLY_RANGE, "%s holds no data set: run `flydb ingest` first",
+                  db->path);
+  else if( n > 1 )
+    rc = fly_fail(err, FLY_MISUSE, "%s holds %lld data sets (%s): choose one "
+                  "with --data NAME", db->path, (long long)n, names);
+  sqlite3_finalize(st);
+  return rc;
+}

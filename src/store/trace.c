@@ -1,0 +1,145 @@
+/*
+ * trace.c -- batched writes of draws and diagnostics (see trace.h).
+ *
+ * Cost: one INSERT per parameter per kept iteration (table `draw` is long,
+ * WITHOUT ROWID, keyed by run, chain, iter, idx) plus one for diagnostics,
+ * all through prepared statements inside one transaction per batch.
+ */
+#include "store/trace.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "store/db.h"
+#include "util/mem.h"
+
+struct fly_trace {
+  fly_db       *db;
+  int64_t       run_id;
+  int           chain;
+  size_t        P, cap, n;
+  int64_t      *iter;
+  double       *th;        /* cap x P */
+  fly_trace_row *rows;
+  sqlite3_stmt *ins_draw, *ins_iter, *put_ckpt;
+  double        seconds;
+};
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
+                      size_t max_rows, fly_trace **pt, fly_err *err)
+{
+  fly_trace *t = NULL;
+  fly_rc rc;
+  *pt = NULL;
+  t = fly_alloc_array(1, sizeof *t);
+  if( !t ) return fly_fail(err, FLY_NOMEM, "trace writer");
+  t->run_id = run_id;
+  t->chain = chain;
+  t->P = P;
+  t->cap = max_rows ? max_rows : 1;
+  t->iter = fly_alloc_array(t->cap, sizeof *t->iter);
+  t->th = fly_alloc_array(t->cap, P * sizeof *t->th);
+  t->rows = fly_alloc_array(t->cap, sizeof *t->rows);
+  if( !t->iter || !t->th || !t->rows ){ rc = fly_fail(err, FLY_NOMEM, "trace buffer"); goto done; }
+  if( (rc = fly_db_open(db_path, 0, &t->db, err)) ) goto done;
+  if( (rc = fly_db_prepare(t->db, "INSERT INTO draw(run_id, chain, iter, idx, value) "
+                           "VALUES (?1,?2,?3,?4,?5)", &t->ins_draw, err)) ) goto done;
+  if( (rc = fly_db_prepare(t->db, "INSERT INTO iteration(run_id, chain, iter, log_joint, "
+                           "n_bright, n_lik_evals, n_reads, accepted, step_size) "
+                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)", &t->ins_iter, err)) ) goto done;
+  rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
+                      "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
+done:
+  if( rc ){
+    fly_trace_close(t);
+    return rc;
+  }
+  *pt = t;
+  return FLY_OK;
+}
+
+void fly_trace_close(fly_trace *t)
+{
+  if( !t ) return;
+  sqlite3_finalize(t->ins_draw);
+  sqlite3_finalize(t->ins_iter);
+  sqlite3_finalize(t->put_ckpt);
+  fly_db_close(t->db);
+  fly_free(t->iter);
+  fly_free(t->th);
+  fly_free(t->rows);
+  fly_free(t);
+}
+
+fly_rc fly_trace_add(fly_trace *t, int64_t iter, const double *th,
+                     const fly_trace_row *row, fly_err *err)
+{
+  if( t->n >= t->cap )
+    return fly_fail(err, FLY_RANGE, "trace buffer full (%zu rows)", t->cap);
+  t->iter[t->n] = iter;
+  memcpy(t->th + t->n * t->P, th, t->P * sizeof *th);
+  t->rows[t->n] = *row;
+  t->n++;
+  return FLY_OK;
+}
+
+size_t fly_trace_pending(const fly_trace *t) { return t->n; }
+double fly_trace_seconds(const fly_trace *t) { return t->seconds; }
+
+static fly_rc step_done(fly_trace *t, sqlite3_stmt *st, const char *what, fly_err *err)
+{
+  int s = sqlite3_step(st);
+  sqlite3_reset(st);
+  if( s != SQLITE_DONE ) return fly_db_fail(t->db, err, what);
+  return FLY_OK;
+}
+
+fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
+                        size_t ckpt_len, fly_err *err)
+{
+  double t0 = now();
+  fly_rc rc = fly_db_begin(t->db, err);
+  if( rc ) return rc;
+  for(size_t r = 0; r < t->n && rc == FLY_OK; r++){
+    const double *th = t->th + r * t->P;
+    sqlite3_bind_int64(t->ins_draw, 1, t->run_id);
+    sqlite3_bind_int(t->ins_draw, 2, t->chain);
+    sqlite3_bind_int64(t->ins_draw, 3, t->iter[r]);
+    for(size_t i = 0; i < t->P && rc == FLY_OK; i++){
+      sqlite3_bind_int64(t->ins_draw, 4, (int64_t)i);
+      sqlite3_bind_double(t->ins_draw, 5, th[i]);
+      rc = step_done(t, t->ins_draw, "writing draws", err);
+    }
+    if( rc ) break;
+    const fly_trace_row *w = &t->rows[r];
+    sqlite3_bind_int64(t->ins_iter, 1, t->run_id);
+    sqlite3_bind_int(t->ins_iter, 2, t->chain);
+    sqlite3_bind_int64(t->ins_iter, 3, t->iter[r]);
+    sqlite3_bind_double(t->ins_iter, 4, w->log_joint);
+    sqlite3_bind_int64(t->ins_iter, 5, w->n_bright);
+    sqlite3_bind_int64(t->ins_iter, 6, w->n_lik);
+    sqlite3_bind_int64(t->ins_iter, 7, w->n_reads);
+    sqlite3_bind_int(t->ins_iter, 8, w->accepted);
+    sqlite3_bind_double(t->ins_iter, 9, w->step_size);
+    rc = step_done(t, t->ins_iter, "writing iteration diagnostics", err);
+  }
+  if( rc == FLY_OK && ckpt ){
+    sqlite3_bind_int64(t->put_ckpt, 1, t->run_id);
+    sqlite3_bind_int(t->put_ckpt, 2, t->chain);
+    sqlite3_bind_int64(t->put_ckpt, 3, iter);
+    sqlite3_bind_blob(t->put_ckpt, 4, ckpt, (int)ckpt_len, SQLITE_STATIC);
+    rc = step_done(t, t->put_ckpt, "writing the checkpoint", err);
+  }
+  if( rc == FLY_OK ) rc = fly_db_commit(t->db, err);
+  if( rc ) fly_db_rollback(t->db);
+  else t->n = 0;
+  t->seconds += now() - t0;
+  return rc;
+}
