@@ -574,16 +574,10 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
   return refresh(c, err);
 }
 
-fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
+/* The z step of the current mode, then the log density of the new state. */
+static fly_rc zstep(fly_chain *c, fly_err *err)
 {
-  fly_rc rc;
-  int acc = 0;
-  double eps = exp(c->mh.st.log_eps);
-  reset_counters(c);
-
-  rc = fly_mh_step(&c->mh, &c->tgt, &c->rng, c->th, &c->lp, adapt, &acc, err);
-  if( rc ) return rc;
-
+  fly_rc rc = FLY_OK;
   if( c->cfg->z != FLY_Z_REGULAR ){
     double t0 = now(), tr = c->t_read;
     switch( c->cfg->z ){
@@ -596,6 +590,11 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
     c->lp = c->base + bright_sum(c);
     c->t_z += (now() - t0) - (c->t_read - tr);
   }
+  return rc;
+}
+
+static void fill_stats(fly_chain *c, int acc, double eps, fly_iter_stats *s)
+{
   s->lp = c->lp;
   s->n_bright = c->cfg->z == FLY_Z_REGULAR ? c->cfg->N : fly_bright_count(&c->br);
   s->n_lik = c->n_lik;
@@ -605,8 +604,41 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
   s->accepted = acc;
   s->eps = eps;
   s->scanned = c->scanned;
+}
+
+fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
+{
+  fly_rc rc;
+  int acc = 0;
+  double eps = exp(c->mh.st.log_eps);
+  reset_counters(c);
+  rc = fly_mh_step(&c->mh, &c->tgt, &c->rng, c->th, &c->lp, adapt, &acc, err);
+  if( rc == FLY_OK ) rc = zstep(c, err);
+  if( rc ) return rc;
+  fill_stats(c, acc, eps, s);
   if( isnan(c->lp) ) return nan_fail(c, err, "after the z step");
   return FLY_OK;
+}
+
+fly_rc fly_chain_set_theta(fly_chain *c, const double *th, fly_err *err)
+{
+  memcpy(c->th, th, c->P * sizeof *th);
+  reset_counters(c);
+  return refresh(c, err);
+}
+
+fly_rc fly_chain_zstep(fly_chain *c, fly_iter_stats *s, fly_err *err)
+{
+  reset_counters(c);
+  fly_rc rc = zstep(c, err);
+  if( rc ) return rc;
+  fill_stats(c, 0, exp(c->mh.st.log_eps), s);
+  return FLY_OK;
+}
+
+int fly_chain_is_bright(const fly_chain *c, int64_t n)
+{
+  return c->cfg->z == FLY_Z_REGULAR || fly_zset_is_bright(c->br.z, n);
 }
 
 /* ---- checkpoints ------------------------------------------------------ */

@@ -80,6 +80,12 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
 const double *fly_chain_theta(const fly_chain *c);
 size_t        fly_chain_dim(const fly_chain *c);
 
+/* For tests of the z updates: set theta (the bright rows' gaps are
+ * re-evaluated), run only the z step, and read z. */
+fly_rc fly_chain_set_theta(fly_chain *c, const double *th, fly_err *err);
+fly_rc fly_chain_zstep(fly_chain *c, fly_iter_stats *s, fly_err *err);
+int    fly_chain_is_bright(const fly_chain *c, int64_t n);
+
 /* Checkpoint: *blob (caller frees with fly_free) of *len bytes. */
 fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err);
 /* Restore a checkpoint made by a chain of the same configuration.

@@ -1,0 +1,949 @@
+/*
+ * tune.c -- building and loading tuned bound sets.
+ *
+ * A build is four streaming passes over the data pages, each reading page
+ * after page into one buffer with fly_pages_read_page (the page cache is
+ * bypassed, so a scan never evicts what the sampler cached):
+ *   (a) MAP: L-BFGS on -(log prior + sum_n log L_n), one scan per
+ *       objective+gradient evaluation (type->eval with logB = NULL, then
+ *       type->grad with wL = 1).  The first scan also validates every row:
+ *       finite values, a target the model accepts.  Run for fixed tuning
+ *       too: the Laplace covariance shapes the proposals.
+ *   (b) Laplace: one scan summing type->neg_hess, plus the prior's; H is
+ *       factored H = L L' (dpotrf; not positive definite -> FLY_NUMERIC with
+ *       an explanation) and inverted, P = H^-1 (dpotri).
+ *   (c) Bounds, inside the write transaction: per row the xi tight at the
+ *       MAP (type->xi_at) or the fixed xi, rounded to f32 once; then the
+ *       thinning key type->gap_key(xi_f32, ||x||_P) with ||x||_P = |L^-1 x|
+ *       (a triangular solve per page), rounded *up* to f32 so the stored key
+ *       stays an upper bound; the rows go to a fly_pagewriter (f32, width
+ *       n_xi + 1, the data set's page_rows, so bound page k covers data page
+ *       k).  The moments are accumulated with type->moments_add from the
+ *       same f32 xi, so the collapsed product equals the sum of the per-row
+ *       bounds computed from the stored xi.
+ *   (d) moment rows, the MAP and the Laplace matrices as f64 blobs, and
+ *       status 'ready', all in the transaction of (c).
+ * Passes (a) and (b) only read, so the write lock is held for (c) and (d)
+ * alone; the transaction re-checks that nobody built the same set in the
+ * meantime.  Any failure or a kill rolls everything back: a bound set is
+ * either absent or complete and 'ready'.
+ *
+ * Memory: one page of rows, a few page_rows-long vectors, the model's work
+ * (type->work_len(m, page_rows)), O(P^2) matrices, the L-BFGS workspace;
+ * nothing proportional to N.  Cost: (evaluations + 2) scans of N D work.
+ */
+#include "tune/tune.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/codec.h"
+#include "store/pages.h"
+#include "store/pagewriter.h"
+#include "tune/lbfgs.h"
+#include "util/lapack.h"
+#include "util/mem.h"
+
+#define TUNE_MAX_ITER 500
+#define TUNE_G_TOL    1e-9
+#define TUNE_F_TOL    1e-14   /* relative f decrease over 3 iterations */
+#define TUNE_LBFGS_M  8
+#define MAX_SECTIONS  8
+
+static double now_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void fly_tune_opts_default(fly_tune_opts *o)
+{
+  memset(o, 0, sizeof *o);
+  o->tuning = "map";
+  o->fixed_xi = 1.5;
+  o->max_iter = TUNE_MAX_ITER;
+  o->g_tol = TUNE_G_TOL;
+}
+
+/* snprintf that reports truncation as FLY_RANGE. */
+static fly_rc put(char *buf, size_t n, fly_err *err, const char *what,
+                  const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 5, 6)))
+#endif
+  ;
+static fly_rc put(char *buf, size_t n, fly_err *err, const char *what,
+                  const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+  if( w < 0 || (size_t)w >= n )
+    return fly_fail(err, FLY_RANGE, "%s string needs %d bytes, buffer has %zu",
+                    what, w, n);
+  return FLY_OK;
+}
+
+fly_rc fly_tune_model_opts(const fly_model *m, char *buf, size_t n,
+                           fly_err *err)
+{
+  char k[32] = "", t[80] = "";
+  if( m->K > 1 ) snprintf(k, sizeof k, ";K=%zu", m->K);
+  if( m->nu > 0 ) snprintf(t, sizeof t, ";nu=%.17g;sigma=%.17g", m->nu, m->scale);
+  return put(buf, n, err, "model options", "prior=%s;scale=%.17g%s%s",
+             m->prior == FLY_PRIOR_LAPLACE ? "laplace" : "normal",
+             m->prior_scale, k, t);
+}
+
+/* Parse o->tuning: *fixed = 0 for MAP tuning, 1 for fixed with *xi. */
+static fly_rc parse_tuning(const fly_tune_opts *o, int *fixed, double *xi,
+                           fly_err *err)
+{
+  const char *t = o->tuning ? o->tuning : "map";
+  *fixed = 0;
+  *xi = o->fixed_xi;
+  if( strcmp(t, "map") == 0 ) return FLY_OK;
+  if( strncmp(t, "fixed", 5) == 0 && (t[5] == 0 || t[5] == '=') ){
+    *fixed = 1;
+    if( t[5] == '=' ){
+      char *end;
+      *xi = strtod(t + 6, &end);
+      if( end == t + 6 || *end )
+        return fly_fail(err, FLY_MISUSE, "tuning '%s': want fixed=<number>", t);
+    }
+    if( !isfinite(*xi) || *xi < 0 )
+      return fly_fail(err, FLY_MISUSE, "tuning '%s': the fixed xi must be a "
+                      "finite number >= 0 (got %g)", t, *xi);
+    return FLY_OK;
+  }
+  return fly_fail(err, FLY_MISUSE, "unknown tuning '%s' (want 'map' or "
+                  "'fixed' or 'fixed=<xi>')", t);
+}
+
+fly_rc fly_tune_tuning_string(const fly_tune_opts *o, char *buf, size_t n,
+                              fly_err *err)
+{
+  int fixed;
+  double xi;
+  fly_rc rc = parse_tuning(o, &fixed, &xi, err);
+  if( rc ) return rc;
+  if( !fixed ) return put(buf, n, err, "tuning", "map");
+  return put(buf, n, err, "tuning", "fixed=%.17g", xi);
+}
+
+/* ---- streaming scans ------------------------------------------------- */
+
+typedef struct scan {
+  fly_pages       *pg;        /* data pages (borrowed while building) */
+  const fly_model *m;
+  int64_t          ds;        /* data set id, for messages */
+  size_t           P, D, ldx; /* n_params, features, values per stored row */
+  int64_t          page_rows, n_pages, n_rows;
+  double          *X;         /* one page: page_rows x ldx */
+  double          *logL;      /* page_rows */
+  double          *ones;      /* page_rows weights wL = 1 */
+  double          *work;      /* type->work_len(m, page_rows) */
+  int              checked;   /* a full scan has validated every row */
+  int              n_scans;
+  double           t0;        /* build start, for progress lines */
+  int              verbose;
+} scan;
+
+static void say(const scan *sc, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 2, 3)))
+#endif
+  ;
+static void say(const scan *sc, const char *fmt, ...)
+{
+  va_list ap;
+  if( !sc->verbose ) return;
+  fprintf(stderr, "tune: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+}
+
+/* Read data page k into sc->X (*n rows); on the first scan check every
+ * value is finite and every target is one the model accepts. */
+static fly_rc read_page(scan *sc, int64_t k, size_t *n, fly_err *err)
+{
+  fly_rc rc = fly_pages_read_page(sc->pg, k, sc->X, n, err);
+  if( rc || sc->checked ) return rc;
+  for(size_t i = 0; i < *n; i++){
+    const double *x = sc->X + i * sc->ldx;
+    int64_t row = k * sc->page_rows + (int64_t)i;
+    for(size_t j = 0; j < sc->ldx; j++)
+      if( !isfinite(x[j]) )
+        return fly_fail(err, FLY_CORRUPT, "data set %lld, row %lld (page "
+                        "%lld), column %zu: value %g is not finite",
+                        (long long)sc->ds, (long long)row + 1, (long long)k,
+                        j + 1, x[j]);
+    rc = sc->m->type->check_target(sc->m, x[sc->m->tcol], row, err);
+    if( rc ){
+      fly_err_prefix(err, "data set %lld", (long long)sc->ds);
+      return rc;
+    }
+  }
+  return FLY_OK;
+}
+
+/* L-BFGS objective: f = -(log prior + sum_n log L_n), g = grad f. */
+static fly_rc objective(void *u, const double *th, double *f, double *g,
+                        fly_err *err)
+{
+  scan *sc = u;
+  const fly_model *m = sc->m;
+  double ll = 0, lp;
+  size_t n;
+
+  sc->n_scans++;
+  memset(g, 0, sc->P * sizeof *g);
+  lp = fly_model_log_prior(m, th, g);
+  for(int64_t k = 0; k < sc->n_pages; k++){
+    fly_rc rc = read_page(sc, k, &n, err);
+    if( rc ) return rc;
+    m->type->eval(m, th, sc->X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
+    double s = 0;
+    for(size_t i = 0; i < n; i++) s += sc->logL[i];
+    ll += s;
+    m->type->grad(m, th, sc->X, sc->ldx, NULL, n, sc->ones, NULL, g,
+                  sc->work);
+  }
+  sc->checked = 1;
+  *f = -(lp + ll);
+  for(size_t j = 0; j < sc->P; j++) g[j] = -g[j];
+  return FLY_OK;
+}
+
+static void progress(void *u, const fly_lbfgs_result *r)
+{
+  const scan *sc = u;
+  say(sc, "  MAP iteration %3d: -log posterior %.12g, |grad| %.3g "
+      "(%d scans, %.1f s)", r->iters, r->f, r->g_norm, sc->n_scans,
+      now_seconds() - sc->t0);
+}
+
+/* H = -hess log posterior at th: one scan. */
+static fly_rc hessian(scan *sc, const double *th, double *H, fly_err *err)
+{
+  const fly_model *m = sc->m;
+  size_t n;
+  memset(H, 0, sc->P * sc->P * sizeof *H);
+  for(int64_t k = 0; k < sc->n_pages; k++){
+    fly_rc rc = read_page(sc, k, &n, err);
+    if( rc ) return rc;
+    m->type->neg_hess(m, th, sc->X, sc->ldx, n, H, sc->work);
+  }
+  sc->n_scans++;
+  fly_model_prior_neg_hess(m, H);
+  return FLY_OK;
+}
+
+/* In place: the row-major lower Cholesky factor of SPD A (n x n), upper
+ * part zeroed.  Returns LAPACK's info (> 0: not positive definite). */
+static int chol_lower(double *A, size_t n)
+{
+  int nn = (int)n, info = 0;
+  dpotrf_("U", &nn, A, &nn, &info, 1);  /* column-major U = row-major L */
+  if( info ) return info;
+  for(size_t i = 0; i < n; i++)
+    for(size_t j = i + 1; j < n; j++) A[i * n + j] = 0;
+  return 0;
+}
+
+/* In place: from chol_lower's factor of A to A^-1, full and symmetric. */
+static int chol_inverse(double *L, size_t n)
+{
+  int nn = (int)n, info = 0;
+  dpotri_("U", &nn, L, &nn, &info, 1);
+  if( info ) return info;
+  for(size_t i = 0; i < n; i++)
+    for(size_t j = i + 1; j < n; j++) L[i * n + j] = L[j * n + i];
+  return 0;
+}
+
+/* ---- the bound_set row ---------------------------------------------- */
+
+/* Find the bound set of this key: *id = 0 if none, else its id and
+ * whether it is ready. */
+static fly_rc find_set(fly_db *db, int64_t ds, const char *model,
+                       const char *mopts, const char *tuning, int64_t *id,
+                       int *ready, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT id, status = 'ready' FROM bound_set"
+                             " WHERE dataset_id = ?1 AND model = ?2 AND"
+                             " model_opts = ?3 AND tuning = ?4", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, ds);
+  sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, mopts, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, tuning, -1, SQLITE_STATIC);
+  *id = 0;
+  *ready = 0;
+  int s = sqlite3_step(st);
+  if( s == SQLITE_ROW ){
+    *id = sqlite3_column_int64(st, 0);
+    *ready = sqlite3_column_int(st, 1);
+  }else if( s != SQLITE_DONE ){
+    rc = fly_db_fail(db, err, "looking up bound sets");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* --force may only replace a bound set no run refers to. */
+static fly_rc check_unused(fly_db *db, int64_t id, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT count(*), min(id) FROM run WHERE"
+                             " bound_set_id = ?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, id);
+  if( sqlite3_step(st) != SQLITE_ROW ){
+    rc = fly_db_fail(db, err, "looking up runs of a bound set");
+  }else if( sqlite3_column_int64(st, 0) > 0 ){
+    rc = fly_fail(err, FLY_MISUSE, "bound set %lld is used by %lld run(s) "
+                  "(e.g. run %lld): rebuilding it would orphan their "
+                  "checkpoints; delete those runs first or tune without "
+                  "--force", (long long)id,
+                  (long long)sqlite3_column_int64(st, 0),
+                  (long long)sqlite3_column_int64(st, 1));
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The data set's shape, checked against the model. */
+static fly_rc load_shape(fly_db *db, int64_t ds, const fly_model *m,
+                         int64_t *n_feat, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT n_features, width FROM dataset"
+                             " WHERE id = ?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, ds);
+  int s = sqlite3_step(st);
+  if( s == SQLITE_ROW ){
+    int64_t width = sqlite3_column_int64(st, 1);
+    *n_feat = sqlite3_column_int64(st, 0);
+    if( *n_feat != (int64_t)m->D || m->tcol >= (size_t)width
+        || m->D > (size_t)width )
+      rc = fly_fail(err, FLY_MISUSE, "model %s with %zu features and the "
+                    "target in column %zu does not fit data set %lld (%lld "
+                    "features, %lld values a row)", m->type->name, m->D,
+                    m->tcol + 1, (long long)ds, (long long)*n_feat,
+                    (long long)width);
+  }else if( s == SQLITE_DONE ){
+    rc = fly_fail(err, FLY_RANGE, "no data set %lld in %s", (long long)ds,
+                  fly_db_path(db));
+  }else{
+    rc = fly_db_fail(db, err, "reading the data set");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static fly_rc step_done(fly_db *db, sqlite3_stmt *st, const char *what,
+                        fly_err *err)
+{
+  int s = sqlite3_step(st);
+  sqlite3_reset(st);
+  if( s != SQLITE_DONE ) return fly_db_fail(db, err, what);
+  return FLY_OK;
+}
+
+/* Write the moment table of bound set id. */
+static fly_rc store_moments(fly_db *db, int64_t id, const fly_model *m,
+                            const double *mom, size_t n_mom, fly_err *err)
+{
+  fly_moment_section sec[MAX_SECTIONS];
+  sqlite3_stmt *st = NULL;
+  size_t n_sec = m->type->moment_layout(m, sec), off = 0;
+  fly_rc rc;
+
+  if( n_sec > MAX_SECTIONS )
+    return fly_fail(err, FLY_MISUSE, "model %s: %zu moment sections, at most "
+                    "%d", m->type->name, n_sec, MAX_SECTIONS);
+  rc = fly_db_prepare(db, "INSERT INTO moment(bound_set_id, name, i, j, value)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5)", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, id);
+  for(size_t q = 0; q < n_sec && rc == FLY_OK; q++){
+    sqlite3_bind_text(st, 2, sec[q].name, -1, SQLITE_STATIC);
+    for(size_t i = 0; i < sec[q].rows && rc == FLY_OK; i++)
+      for(size_t j = 0; j < sec[q].cols && rc == FLY_OK; j++, off++){
+        if( off >= n_mom ){
+          rc = fly_fail(err, FLY_MISUSE, "model %s: moment sections exceed "
+                        "its %zu moments", m->type->name, n_mom);
+          break;
+        }
+        if( !isfinite(mom[off]) ){
+          rc = fly_fail(err, FLY_NUMERIC, "moment %s[%zu,%zu] is %g",
+                        sec[q].name, i, j, mom[off]);
+          break;
+        }
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)i);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)j);
+        sqlite3_bind_double(st, 5, mom[off]);
+        rc = step_done(db, st, "storing moments", err);
+      }
+  }
+  if( rc == FLY_OK && off != n_mom )
+    rc = fly_fail(err, FLY_MISUSE, "model %s: moment sections cover %zu of "
+                  "its %zu moments", m->type->name, off, n_mom);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---- building ------------------------------------------------------- */
+
+typedef struct build {
+  const char *mopts, *tuning;
+  int         fixed;        /* fixed tuning */
+  double      fixed_xi;
+  int         force;
+  int         max_iter;
+  double      g_tol;
+} build;
+
+/* Pass (c): bound pages and moments for bound set id, in the caller's
+ * transaction.  L: lower Cholesky factor of H (P x P, P == D for keys). */
+static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
+                           const double *th, const double *L, double *mom,
+                           int64_t *n_pages, fly_err *err)
+{
+  const fly_model *m = sc->m;
+  const size_t n_xi = m->type->n_xi(m), D = sc->D, pr = (size_t)sc->page_rows;
+  fly_pagewriter *w = NULL;
+  double *xid = NULL, *Y = NULL, *row = NULL;
+  float *xf = NULL;
+  fly_rc rc;
+  size_t n;
+
+  rc = fly_pagewriter_open(db, FLY_TABLE_BOUND, id, n_xi + 1, sc->page_rows,
+                           FLY_PREC_F32, &w, err);
+  if( rc ) return rc;
+  xid = fly_alloc_array(pr * n_xi, sizeof *xid);
+  xf = fly_alloc_array(pr * n_xi, sizeof *xf);
+  Y = fly_alloc_array(pr * (D ? D : 1), sizeof *Y);
+  row = fly_alloc_array(n_xi + 1, sizeof *row);
+  if( !xid || !xf || !Y || !row ){
+    rc = fly_fail(err, FLY_NOMEM, "bound page buffers (%zu rows)", pr);
+    goto done;
+  }
+  memset(mom, 0, m->type->n_moments(m) * sizeof *mom);
+
+  for(int64_t k = 0; k < sc->n_pages; k++){
+    if( (rc = read_page(sc, k, &n, err)) ) goto done;
+    if( !bd->fixed ){
+      m->type->xi_at(m, th, sc->X, sc->ldx, n, xid, sc->work);
+      for(size_t i = 0; i < n; i++)
+        memcpy(Y + i * D, sc->X + i * sc->ldx, D * sizeof *Y);
+      /* Y = X_D L^-T: row i is L^-1 x_i, so |row i|^2 = x_i' H^-1 x_i. */
+      if( D && n )
+        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                    CblasNonUnit, (int)n, (int)D, 1.0, L, (int)D, Y, (int)D);
+    }else{
+      for(size_t i = 0; i < n * n_xi; i++) xid[i] = bd->fixed_xi;
+    }
+    for(size_t i = 0; i < n; i++){
+      int64_t r = k * sc->page_rows + (int64_t)i;
+      float *xr = xf + i * n_xi;
+      for(size_t q = 0; q < n_xi; q++){
+        xr[q] = (float)xid[i * n_xi + q];  /* rounded to nearest, once */
+        row[q] = xr[q];
+        if( !isfinite(xr[q]) ){
+          rc = fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: bound "
+                        "parameter %g is not finite at the MAP",
+                        (long long)sc->ds, (long long)r + 1, xid[i * n_xi + q]);
+          goto done;
+        }
+      }
+      if( bd->fixed ){
+        row[n_xi] = NAN;
+      }else{
+        double y2 = 0;
+        for(size_t j = 0; j < D; j++) y2 += Y[i * D + j] * Y[i * D + j];
+        double key = m->type->gap_key(m, xr, sqrt(y2));
+        float kf = (float)key;
+        if( (double)kf < key ) kf = nextafterf(kf, INFINITY);
+        if( !(key >= 0) ){
+          rc = fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: thinning "
+                        "key %g (|x|_P = %g) is not a number >= 0",
+                        (long long)sc->ds, (long long)r + 1, key, sqrt(y2));
+          goto done;
+        }
+        row[n_xi] = kf;
+      }
+      if( (rc = fly_pagewriter_add(w, row, err)) ) goto done;
+    }
+    m->type->moments_add(m, sc->X, sc->ldx, xf, n, mom, sc->work);
+  }
+  sc->n_scans++;
+  if( (rc = fly_pagewriter_finish(w, err)) ) goto done;
+  *n_pages = fly_pagewriter_pages(w);
+  if( *n_pages != sc->n_pages || fly_pagewriter_rows(w) != sc->n_rows )
+    rc = fly_fail(err, FLY_CORRUPT, "data set %lld: wrote %lld bound rows in "
+                  "%lld pages for %lld rows in %lld pages", (long long)sc->ds,
+                  (long long)fly_pagewriter_rows(w), (long long)*n_pages,
+                  (long long)sc->n_rows, (long long)sc->n_pages);
+done:
+  fly_pagewriter_free(w);
+  fly_free(xid);
+  fly_free(xf);
+  fly_free(Y);
+  fly_free(row);
+  return rc;
+}
+
+/* Explain a failed MAP search to a statistician. */
+static fly_rc map_failed(const scan *sc, const fly_lbfgs_result *r,
+                         fly_err *err)
+{
+  return fly_err_prefix(err, "finding the MAP of data set %lld failed after "
+                        "%d iterations (%s); the posterior may have no mode: "
+                        "if the data are (nearly) separable or a feature is "
+                        "constant, use a stronger prior (prior scale below "
+                        "%g)", (long long)sc->ds, r->iters,
+                        fly_lbfgs_stop_str(r->stop), sc->m->prior_scale);
+}
+
+static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
+                        const build *bd, int verbose, int64_t *out_id,
+                        fly_err *err)
+{
+  scan sc;
+  fly_lbfgs *lb = NULL;
+  fly_lbfgs_opts lo;
+  fly_lbfgs_result lr;
+  sqlite3_stmt *st = NULL;
+  double *th = NULL, *H = NULL, *L = NULL, *cov = NULL, *mom = NULL;
+  int64_t n_feat = 0, id = 0, old = 0, n_pages = 0;
+  int in_tx = 0, ready = 0, info;
+  size_t P, pr, wl;
+  fly_rc rc;
+
+  memset(&sc, 0, sizeof sc);
+  sc.m = m;
+  sc.ds = ds;
+  sc.verbose = verbose;
+  sc.t0 = now_seconds();
+  if( (rc = load_shape(db, ds, m, &n_feat, err)) ) return rc;
+  P = m->type->n_params(m);
+  if( !bd->fixed && P != m->D ){
+    /* ||x||_P needs a D x D metric; for K x D parameters the model would
+     * have to say which one its radius() pairs with. */
+    return fly_fail(err, FLY_MISUSE, "model %s: MAP-tuned thinning keys need "
+                    "a D x D metric for %zu parameters over %zu features; use "
+                    "fixed tuning", m->type->name, P, m->D);
+  }
+  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &sc.pg, err)) )
+    return rc;
+  const fly_pages_info *in = fly_pages_info_of(sc.pg);
+  sc.P = P;
+  sc.D = m->D;
+  sc.ldx = in->width;
+  sc.page_rows = in->page_rows;
+  sc.n_pages = in->n_pages;
+  sc.n_rows = in->n_rows;
+  pr = (size_t)in->page_rows;
+  wl = m->type->work_len(m, pr);
+  sc.X = fly_alloc_array(pr, in->width * sizeof(double));
+  sc.logL = fly_alloc_array(pr, sizeof(double));
+  sc.ones = fly_alloc_array(pr, sizeof(double));
+  sc.work = fly_alloc_array(wl ? wl : 1, sizeof(double));
+  th = fly_alloc_array(P, sizeof *th);
+  H = fly_alloc_array(P * P, sizeof *H);
+  L = fly_alloc_array(P * P, sizeof *L);
+  cov = fly_alloc_array(P * P, sizeof *cov);
+  mom = fly_alloc_array(m->type->n_moments(m), sizeof *mom);
+  if( !sc.X || !sc.logL || !sc.ones || !sc.work || !th || !H || !L || !cov
+      || !mom ){
+    rc = fly_fail(err, FLY_NOMEM, "tuning buffers for pages of %zu rows", pr);
+    goto done;
+  }
+  for(size_t i = 0; i < pr; i++) sc.ones[i] = 1;
+
+  /* (a) MAP. */
+  say(&sc, "data set %lld: %lld rows, %zu features, %lld pages; model %s "
+      "(%s), tuning %s", (long long)ds, (long long)sc.n_rows, m->D,
+      (long long)sc.n_pages, m->type->name, bd->mopts, bd->tuning);
+  fly_lbfgs_opts_default(&lo);
+  lo.m = TUNE_LBFGS_M;
+  lo.g_tol = bd->g_tol;
+  lo.f_tol = TUNE_F_TOL;
+  lo.max_iter = bd->max_iter;
+  lo.max_evals = 4 * bd->max_iter + 20;
+  lo.progress = progress;
+  lo.progress_user = &sc;
+  if( (rc = fly_lbfgs_new(P, TUNE_LBFGS_M, &lb, err)) ) goto done;
+  rc = fly_lbfgs_run(lb, objective, &sc, th, &lo, &lr, err);
+  if( rc == FLY_NUMERIC && lr.stop == FLY_LBFGS_LINESEARCH
+      && (m->prior == FLY_PRIOR_LAPLACE
+          || lr.g_norm <= 1e-6 * fmax(1, lr.g_norm0)) ){
+    /* No decrease along steepest descent: at the kinks of a Laplace prior
+     * (not differentiable at 0), or at the precision of the sum.  The point
+     * is as good a centre as any: bounds are exact for every xi. */
+    say(&sc, "  MAP search stopped at the precision limit (|grad| %.3g); "
+        "using that point", lr.g_norm);
+    fly_err_clear(err);
+    rc = FLY_OK;
+  }
+  if( rc ){
+    if( rc == FLY_NUMERIC ) map_failed(&sc, &lr, err);
+    goto done;
+  }
+  if( lr.stop == FLY_LBFGS_MAXITER || lr.stop == FLY_LBFGS_MAXEVAL )
+    say(&sc, "  warning: MAP not converged (%s; |grad| %.3g from %.3g); the "
+        "bounds stay exact but looser", fly_lbfgs_stop_str(lr.stop),
+        lr.g_norm, lr.g_norm0);
+  say(&sc, "MAP: %d iterations, %d scans, %.2f s; log posterior %.12g, "
+      "|grad| %.3g (%s)", lr.iters, lr.evals, now_seconds() - sc.t0, -lr.f,
+      lr.g_norm, fly_lbfgs_stop_str(lr.stop));
+
+  /* (b) Laplace matrices. */
+  if( (rc = hessian(&sc, th, H, err)) ) goto done;
+  memcpy(L, H, P * P * sizeof *L);
+  if( (info = chol_lower(L, P)) != 0 ){
+    double big = 0;
+    for(size_t j = 0; j < P; j++) big = fmax(big, fabs(th[j]));
+    rc = fly_fail(err, FLY_NUMERIC, "the Hessian of the log posterior at the "
+                  "MAP of data set %lld is not positive definite (leading "
+                  "minor %d of %zu; largest |theta| %.3g): the MAP may not "
+                  "exist, or a feature is constant or collinear with others; "
+                  "with (nearly) separable data use a stronger prior (prior "
+                  "scale below %g)", (long long)ds, info, P, big,
+                  m->prior_scale);
+    goto done;
+  }
+  memcpy(cov, L, P * P * sizeof *cov);
+  if( (info = chol_inverse(cov, P)) != 0 ){
+    rc = fly_fail(err, FLY_NUMERIC, "inverting the Hessian at the MAP of data "
+                  "set %lld failed (LAPACK info %d)", (long long)ds, info);
+    goto done;
+  }
+  say(&sc, "Laplace covariance from the Hessian (%.2f s)",
+      now_seconds() - sc.t0);
+
+  /* (c), (d) in one write transaction. */
+  if( (rc = fly_db_begin(db, err)) ) goto done;
+  in_tx = 1;
+  if( (rc = find_set(db, ds, m->type->name, bd->mopts, bd->tuning, &old,
+                     &ready, err)) ) goto done;
+  if( old && ready && !bd->force ){
+    id = old;  /* built by someone else meanwhile */
+    goto done;
+  }
+  if( old ){
+    if( (rc = check_unused(db, old, err)) ) goto done;
+    if( (rc = fly_db_prepare(db, "DELETE FROM bound_set WHERE id = ?1", &st,
+                             err)) ) goto done;
+    sqlite3_bind_int64(st, 1, old);
+    rc = step_done(db, st, "removing the old bound set", err);
+    sqlite3_finalize(st);
+    st = NULL;
+    if( rc ) goto done;
+  }
+  if( (rc = fly_db_prepare(db, "INSERT INTO bound_set(dataset_id, model,"
+                           " model_opts, tuning, status, n_params, width,"
+                           " page_rows) VALUES (?1, ?2, ?3, ?4, 'building',"
+                           " ?5, ?6, ?7)", &st, err)) ) goto done;
+  sqlite3_bind_int64(st, 1, ds);
+  sqlite3_bind_text(st, 2, m->type->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, bd->mopts, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, bd->tuning, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, (sqlite3_int64)P);
+  sqlite3_bind_int64(st, 6, (sqlite3_int64)(m->type->n_xi(m) + 1));
+  sqlite3_bind_int64(st, 7, sc.page_rows);
+  rc = step_done(db, st, "creating the bound set", err);
+  sqlite3_finalize(st);
+  st = NULL;
+  if( rc ) goto done;
+  id = sqlite3_last_insert_rowid(fly_db_sqlite(db));
+
+  if( (rc = write_bounds(db, &sc, id, bd, th, L, mom, &n_pages, err)) )
+    goto done;
+  if( (rc = store_moments(db, id, m, mom, m->type->n_moments(m), err)) )
+    goto done;
+  if( (rc = fly_db_prepare(db, "UPDATE bound_set SET status = 'ready',"
+                           " n_pages = ?2, theta_map = ?3, laplace_cov = ?4,"
+                           " laplace_prec = ?5, map_logpost = ?6,"
+                           " map_iters = ?7, map_grad_norm = ?8,"
+                           " tune_seconds = ?9 WHERE id = ?1", &st, err)) )
+    goto done;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(st, 2, n_pages);
+  sqlite3_bind_blob64(st, 3, th, P * sizeof *th, SQLITE_STATIC);
+  sqlite3_bind_blob64(st, 4, cov, P * P * sizeof *cov, SQLITE_STATIC);
+  sqlite3_bind_blob64(st, 5, H, P * P * sizeof *H, SQLITE_STATIC);
+  sqlite3_bind_double(st, 6, -lr.f);
+  sqlite3_bind_int(st, 7, lr.iters);
+  sqlite3_bind_double(st, 8, lr.g_norm);
+  sqlite3_bind_double(st, 9, now_seconds() - sc.t0);
+  rc = step_done(db, st, "completing the bound set", err);
+  sqlite3_finalize(st);
+  st = NULL;
+  if( rc ) goto done;
+  fly_pages_close(sc.pg);
+  sc.pg = NULL;
+  if( (rc = fly_db_commit(db, err)) ) goto done;
+  in_tx = 0;
+  say(&sc, "bound set %lld ready: %lld bound pages, %d scans, %.2f s",
+      (long long)id, (long long)n_pages, sc.n_scans, now_seconds() - sc.t0);
+
+done:
+  sqlite3_finalize(st);
+  if( in_tx ){
+    if( rc ) fly_db_rollback(db);
+    else if( (rc = fly_db_commit(db, err)) ) fly_db_rollback(db);
+  }
+  if( rc == FLY_OK ) *out_id = id;
+  fly_pages_close(sc.pg);
+  fly_lbfgs_free(lb);
+  fly_free(sc.X);
+  fly_free(sc.logL);
+  fly_free(sc.ones);
+  fly_free(sc.work);
+  fly_free(th);
+  fly_free(H);
+  fly_free(L);
+  fly_free(cov);
+  fly_free(mom);
+  return rc;
+}
+
+fly_rc fly_tune_get(fly_db *db, int64_t dataset_id, const fly_model *m,
+                    const fly_tune_opts *o, int64_t *bound_set_id,
+                    fly_err *err)
+{
+  fly_tune_opts def;
+  char mopts[256], tuning[64];
+  build bd;
+  int64_t id = 0;
+  int ready = 0;
+  fly_rc rc;
+
+  if( !o ){
+    fly_tune_opts_default(&def);
+    o = &def;
+  }
+  memset(&bd, 0, sizeof bd);
+  if( (rc = parse_tuning(o, &bd.fixed, &bd.fixed_xi, err)) ) return rc;
+  if( (rc = fly_tune_model_opts(m, mopts, sizeof mopts, err)) ) return rc;
+  if( (rc = fly_tune_tuning_string(o, tuning, sizeof tuning, err)) ) return rc;
+  bd.mopts = mopts;
+  bd.tuning = tuning;
+  bd.force = o->force;
+  bd.max_iter = o->max_iter > 0 ? o->max_iter : TUNE_MAX_ITER;
+  bd.g_tol = o->g_tol > 0 ? o->g_tol : TUNE_G_TOL;
+
+  if( (rc = find_set(db, dataset_id, m->type->name, mopts, tuning, &id,
+                     &ready, err)) ) return rc;
+  if( id && ready && !o->force ){
+    if( o->verbose )
+      fprintf(stderr, "tune: using bound set %lld (%s, %s, %s)\n",
+              (long long)id, m->type->name, mopts, tuning);
+    *bound_set_id = id;
+    return FLY_OK;
+  }
+  if( id && (rc = check_unused(db, id, err)) ) return rc;
+  return build_set(db, dataset_id, m, &bd, o->verbose, bound_set_id, err);
+}
+
+/* ---- loading -------------------------------------------------------- */
+
+/* Copy a blob of want doubles into *dst (allocated). */
+static fly_rc blob_doubles(sqlite3_stmt *st, int col, size_t want,
+                           double **dst, int64_t id, const char *what,
+                           fly_err *err)
+{
+  const void *p = sqlite3_column_blob(st, col);
+  size_t bytes = (size_t)sqlite3_column_bytes(st, col);
+  if( !p || bytes != want * sizeof(double) )
+    return fly_fail(err, FLY_CORRUPT, "bound set %lld: %s holds %zu bytes, "
+                    "want %zu", (long long)id, what, bytes,
+                    want * sizeof(double));
+  *dst = fly_alloc_array(want, sizeof(double));
+  if( !*dst ) return fly_fail(err, FLY_NOMEM, "bound set %lld: %s",
+                              (long long)id, what);
+  memcpy(*dst, p, bytes);
+  for(size_t i = 0; i < want; i++)
+    if( !isfinite((*dst)[i]) )
+      return fly_fail(err, FLY_CORRUPT, "bound set %lld: %s[%zu] is %g",
+                      (long long)id, what, i, (*dst)[i]);
+  return FLY_OK;
+}
+
+static fly_rc load_moments(fly_db *db, fly_bounds *b, const fly_model *m,
+                           fly_err *err)
+{
+  fly_moment_section sec[MAX_SECTIONS];
+  size_t n_sec = m->type->moment_layout(m, sec), off[MAX_SECTIONS + 1];
+  size_t filled = 0;
+  sqlite3_stmt *st = NULL;
+  fly_rc rc;
+  int s;
+
+  if( n_sec > MAX_SECTIONS )
+    return fly_fail(err, FLY_MISUSE, "model %s: %zu moment sections, at most "
+                    "%d", m->type->name, n_sec, MAX_SECTIONS);
+  off[0] = 0;
+  for(size_t q = 0; q < n_sec; q++) off[q + 1] = off[q] + sec[q].rows * sec[q].cols;
+  if( off[n_sec] != b->n_mom )
+    return fly_fail(err, FLY_MISUSE, "model %s: moment sections cover %zu of "
+                    "its %zu moments", m->type->name, off[n_sec], b->n_mom);
+  rc = fly_db_prepare(db, "SELECT name, i, j, value FROM moment WHERE"
+                      " bound_set_id = ?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, b->id);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    int64_t i = sqlite3_column_int64(st, 1), j = sqlite3_column_int64(st, 2);
+    size_t q = 0;
+    while( q < n_sec && (!name || strcmp(name, sec[q].name) != 0) ) q++;
+    if( q == n_sec || i < 0 || j < 0 || (uint64_t)i >= sec[q].rows
+        || (uint64_t)j >= sec[q].cols ){
+      rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: unexpected moment "
+                    "%s[%lld,%lld] for model %s", (long long)b->id,
+                    name ? name : "NULL", (long long)i, (long long)j,
+                    m->type->name);
+      break;
+    }
+    b->mom[off[q] + (size_t)i * sec[q].cols + (size_t)j] =
+      sqlite3_column_double(st, 3);
+    filled++;   /* (name, i, j) is the primary key: no repeats */
+  }
+  if( rc == FLY_OK && s != SQLITE_DONE )
+    rc = fly_db_fail(db, err, "reading moments");
+  if( rc == FLY_OK && filled != b->n_mom )
+    rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: %zu of %zu moment "
+                  "entries present", (long long)b->id, filled, b->n_mom);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
+                       fly_bounds **pb, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_bounds *b = NULL;
+  fly_rc rc;
+  size_t P = m->type->n_params(m);
+  int info;
+
+  *pb = NULL;
+  rc = fly_db_prepare(db, "SELECT b.dataset_id, b.model, b.tuning, b.status,"
+                      " b.n_params, b.width, b.page_rows, b.n_pages,"
+                      " b.theta_map, b.laplace_cov, b.laplace_prec,"
+                      " b.map_logpost, b.map_iters, b.map_grad_norm,"
+                      " b.tune_seconds, d.n_rows FROM bound_set b JOIN dataset"
+                      " d ON d.id = b.dataset_id WHERE b.id = ?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, bound_set_id);
+  int s = sqlite3_step(st);
+  if( s != SQLITE_ROW ){
+    rc = s == SQLITE_DONE
+       ? fly_fail(err, FLY_RANGE, "no bound set %lld in %s",
+                  (long long)bound_set_id, fly_db_path(db))
+       : fly_db_fail(db, err, "reading the bound set");
+    goto done;
+  }
+  const char *model = (const char *)sqlite3_column_text(st, 1);
+  const char *tuning = (const char *)sqlite3_column_text(st, 2);
+  const char *status = (const char *)sqlite3_column_text(st, 3);
+  if( !model || strcmp(model, m->type->name) != 0 ){
+    rc = fly_fail(err, FLY_MISUSE, "bound set %lld is for model %s, not %s",
+                  (long long)bound_set_id, model ? model : "?", m->type->name);
+    goto done;
+  }
+  if( !status || strcmp(status, "ready") != 0 ){
+    rc = fly_fail(err, FLY_MISUSE, "bound set %lld is not ready (status %s)",
+                  (long long)bound_set_id, status ? status : "?");
+    goto done;
+  }
+  if( sqlite3_column_int64(st, 4) != (int64_t)P
+      || sqlite3_column_int64(st, 5) != (int64_t)(m->type->n_xi(m) + 1) ){
+    rc = fly_fail(err, FLY_MISUSE, "bound set %lld has %lld parameters and "
+                  "%lld values a row; model %s wants %zu and %zu",
+                  (long long)bound_set_id,
+                  (long long)sqlite3_column_int64(st, 4),
+                  (long long)sqlite3_column_int64(st, 5), m->type->name, P,
+                  m->type->n_xi(m) + 1);
+    goto done;
+  }
+  b = fly_alloc_array(1, sizeof *b);
+  if( !b ){ rc = fly_fail(err, FLY_NOMEM, "bound set %lld",
+                          (long long)bound_set_id); goto done; }
+  b->id = bound_set_id;
+  b->dataset_id = sqlite3_column_int64(st, 0);
+  b->P = P;
+  b->n_xi = m->type->n_xi(m);
+  b->page_rows = sqlite3_column_int64(st, 6);
+  b->n_pages = sqlite3_column_int64(st, 7);
+  b->n_rows = sqlite3_column_int64(st, 15);
+  b->tuned = tuning && strcmp(tuning, "map") == 0;
+  b->fixed_xi = NAN;
+  if( tuning && strncmp(tuning, "fixed=", 6) == 0 )
+    b->fixed_xi = strtod(tuning + 6, NULL);
+  b->map_logpost = sqlite3_column_double(st, 11);
+  b->map_iters = sqlite3_column_int(st, 12);
+  b->map_grad_norm = sqlite3_column_double(st, 13);
+  b->tune_seconds = sqlite3_column_double(st, 14);
+  if( (rc = blob_doubles(st, 8, P, &b->theta_map, b->id, "theta_map", err))
+      || (rc = blob_doubles(st, 9, P * P, &b->cov, b->id, "laplace_cov", err))
+      || (rc = blob_doubles(st, 10, P * P, &b->prec, b->id, "laplace_prec",
+                            err)) )
+    goto done;
+  sqlite3_finalize(st);
+  st = NULL;
+
+  b->chol_cov = fly_alloc_array(P * P, sizeof(double));
+  b->chol_prec = fly_alloc_array(P * P, sizeof(double));
+  b->n_mom = m->type->n_moments(m);
+  b->mom = fly_alloc_array(b->n_mom ? b->n_mom : 1, sizeof(double));
+  if( !b->chol_cov || !b->chol_prec || !b->mom ){
+    rc = fly_fail(err, FLY_NOMEM, "bound set %lld", (long long)b->id);
+    goto done;
+  }
+  memcpy(b->chol_cov, b->cov, P * P * sizeof(double));
+  memcpy(b->chol_prec, b->prec, P * P * sizeof(double));
+  if( (info = chol_lower(b->chol_cov, P)) != 0
+      || (info = chol_lower(b->chol_prec, P)) != 0 ){
+    rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: stored Laplace matrices "
+                  "are not positive definite (minor %d)", (long long)b->id,
+                  info);
+    goto done;
+  }
+  rc = load_moments(db, b, m, err);
+
+done:
+  sqlite3_finalize(st);
+  if( rc ){
+    fly_bounds_free(b);
+    return rc;
+  }
+  *pb = b;
+  return FLY_OK;
+}
+
+void fly_bounds_free(fly_bounds *b)
+{
+  if( !b ) return;
+  fly_free(b->theta_map);
+  fly_free(b->cov);
+  fly_free(b->prec);
+  fly_free(b->chol_cov);
+  fly_free(b->chol_prec);
+  fly_free(b->mom);
+  fly_free(b);
+}

@@ -1,0 +1,109 @@
+/*
+ * tune.h -- tuned lower bounds for a data set: the MAP, the Laplace
+ * matrices, per-row bound parameters (xi) with thinning keys, and the
+ * collapsed moment tables, built once per (data set, model, model options,
+ * tuning) and stored in the same SQLite file (bound_set, bound_page,
+ * moment).
+ *
+ * Building streams the data: every objective/gradient evaluation of the MAP
+ * search, the Hessian and the bound pages is one sequential scan of the data
+ * pages through one page buffer, so memory is O(page_rows * width +
+ * n_params^2) whatever the number of rows.  A bound set is written in one
+ * transaction and marked 'ready' in it: a failed or killed build leaves
+ * nothing behind.
+ *
+ * Bound page k covers the rows of data page k (same page_rows); each row is
+ * n_xi + 1 f32 values: the xi of the row, then its thinning key (MAP tuning:
+ * gap_n(th) <= type->gap_upper(key_n, type->radius(th, theta_map, prec)),
+ * the key rounded up to f32; fixed tuning: NaN, unusable).  The moments are
+ * accumulated from the f32 xi exactly as stored, so type->bound_sum equals
+ * the sum of the per-row log bounds computed from the stored xi.
+ */
+#ifndef FLY_TUNE_H
+#define FLY_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "models/model.h"
+#include "store/db.h"
+#include "util/err.h"
+
+typedef struct fly_tune_opts {
+  const char *tuning;     /* "map" (NULL: "map"), "fixed" or "fixed=XI" */
+  double      fixed_xi;   /* xi for "fixed" (default 1.5) */
+  int         verbose;    /* progress lines on stderr */
+  int         force;      /* rebuild even if a ready bound set exists */
+  int         max_iter;   /* L-BFGS iterations (default 500) */
+  double      g_tol;      /* L-BFGS gradient tolerance relative to the
+                             gradient at th = 0 (default 1e-9) */
+} fly_tune_opts;
+
+/* The defaults listed above. */
+void fly_tune_opts_default(fly_tune_opts *o);
+
+/* The model options string stored in bound_set.model_opts, e.g.
+ * "prior=normal;scale=1" (plus ";K=3" for K > 1 and ";nu=4;sigma=1" when
+ * nu > 0).  Two models with equal strings have equal posteriors.
+ * FLY_RANGE if buf (n bytes) is too small. */
+fly_rc fly_tune_model_opts(const fly_model *m, char *buf, size_t n,
+                           fly_err *err);
+
+/* The tuning string stored in bound_set.tuning: "map" or "fixed=1.5".
+ * FLY_MISUSE for an unknown tuning or a non-finite / negative fixed xi. */
+fly_rc fly_tune_tuning_string(const fly_tune_opts *o, char *buf, size_t n,
+                              fly_err *err);
+
+/* The id of the ready bound set of (dataset_id, m->type->name, model
+ * options, tuning), building it first if there is none (or if o->force).
+ * o NULL means defaults.  Building runs the MAP search even for fixed
+ * tuning (the Laplace covariance shapes the proposals).  Returns
+ *   FLY_MISUSE  the model does not fit the data set (D, target column), an
+ *               unknown tuning, or --force on a bound set runs still use;
+ *   FLY_RANGE   a target the model does not accept (the row is named);
+ *   FLY_CORRUPT a non-finite value in the data (the row is named), or a bad
+ *               page;
+ *   FLY_NUMERIC the MAP search failed or the Hessian at the MAP is not
+ *               positive definite, with an explanation (separable data,
+ *               collinear or constant features: use a stronger prior);
+ *   FLY_SQL / FLY_IO / FLY_NOMEM otherwise.
+ * On failure nothing is written and *bound_set_id is untouched. */
+fly_rc fly_tune_get(fly_db *db, int64_t dataset_id, const fly_model *m,
+                    const fly_tune_opts *o, int64_t *bound_set_id,
+                    fly_err *err);
+
+/* A loaded bound set: everything but the per-row pages (read those with
+ * fly_pages_open(db, FLY_TABLE_BOUND, id, ...)).  Matrices are P x P,
+ * row-major, P = n_params. */
+typedef struct fly_bounds {
+  int64_t id;             /* bound_set id */
+  int64_t dataset_id;
+  size_t  P;              /* n_params */
+  size_t  n_xi;           /* bound parameters per row; a bound row has
+                             n_xi + 1 values (the key last) */
+  int64_t n_rows, page_rows, n_pages;  /* shape of the bound pages */
+  int     tuned;          /* 1: MAP-tuned (keys valid); 0: fixed xi */
+  double  fixed_xi;       /* the xi of fixed tuning (NaN if tuned) */
+  double *theta_map;      /* P: the MAP */
+  double *cov;            /* P x P: Laplace covariance H^-1 */
+  double *prec;           /* P x P: H = -hess log posterior at the MAP */
+  double *chol_cov;       /* P x P: lower L, L L' = cov (MH proposals) */
+  double *chol_prec;      /* P x P: lower L, L L' = prec (HMC momenta) */
+  double *mom;            /* n_mom moments, layout type->moment_layout */
+  size_t  n_mom;
+  double  map_logpost;    /* log prior + sum log L at the MAP (no consts) */
+  int     map_iters;      /* L-BFGS iterations */
+  double  map_grad_norm;  /* |grad log posterior| at the MAP */
+  double  tune_seconds;   /* wall time of the build */
+} fly_bounds;
+
+/* Load ready bound set bound_set_id for model m (whose type and n_params
+ * must match).  FLY_RANGE if there is no such bound set, FLY_MISUSE if it
+ * is for another model or not ready, FLY_CORRUPT if a stored matrix or
+ * moment table is malformed.  *pb NULL on failure; free with
+ * fly_bounds_free. */
+fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
+                       fly_bounds **pb, fly_err *err);
+void   fly_bounds_free(fly_bounds *b);                 /* NULL: no-op */
+
+#endif
