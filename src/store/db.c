@@ -139,6 +139,10 @@ static fly_rc check_identity(fly_db *db, fly_err *err)
     if( db->flags & FLY_DB_READONLY )
       return fly_fail(err, FLY_MISUSE, "%s is empty: not a flydb database yet",
                       db->path);
+    /* Large pages: data pages are blobs of ~100 KiB, which SQLite would
+     * otherwise chain through dozens of 4 KiB overflow pages. */
+    fly_rc rc0 = fly_db_exec(db, "PRAGMA page_size=65536", err);
+    if( rc0 ) return rc0;
     return migrate(db, 0, err);
   }
   if( app != FLY_APP_ID )
@@ -197,13 +201,16 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
   sqlite3_extended_result_codes(db->h, 1);
   sqlite3_busy_timeout(db->h, 10000);
   if( flags & FLY_DB_FAST ){
-    rc = fly_db_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF", err);
+    /* a private file being built: no journal, and no mapping (writes only) */
+    rc = fly_db_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                         "PRAGMA mmap_size=0", err);
   }else{
     rc = fly_db_exec(db, "PRAGMA synchronous=NORMAL", err);
   }
   if( rc == FLY_OK )
-    rc = fly_db_exec(db, "PRAGMA foreign_keys=ON; PRAGMA mmap_size=1099511627776;"
-                         "PRAGMA cache_size=-65536", err);
+    rc = fly_db_exec(db, (flags & FLY_DB_FAST) ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384"
+                         : "PRAGMA foreign_keys=ON; PRAGMA mmap_size=1099511627776;"
+                           "PRAGMA cache_size=-16384", err);
   if( rc ){
     /* A non-database file fails at the first statement that reads it. */
     if( sqlite3_errcode(db->h) == SQLITE_NOTADB )
