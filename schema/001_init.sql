@@ -121,7 +121,8 @@ CREATE TABLE run (
   version       TEXT    NOT NULL,
   created_at    TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
   finished_at   TEXT,
-  wall_seconds  REAL
+  wall_seconds  REAL,                      -- whole command(s), tuning included
+  sample_seconds REAL                      -- the iteration loops only (slowest chain)
 );
 
 -- Every resolved option of a run; is_default = 1 when the user did not set it.
@@ -193,5 +194,5 @@ CREATE VIEW draws_named AS
 CREATE VIEW runs AS
   SELECT r.id AS run_id, ds.name AS dataset, r.model, r.sampler, r.z_mode,
          r.n_chains, r.n_warmup, r.n_iters, r.seed, r.status, r.created_at,
-         r.wall_seconds
+         r.wall_seconds, r.sample_seconds
   FROM run r JOIN dataset ds ON ds.id = r.dataset_id;

@@ -39,17 +39,34 @@
 typedef struct colstat { double mean, m2, min, max; } colstat;
 
 static volatile sig_atomic_t g_sig;
-static char g_tmp_path[4096];   /* temporary database to remove on a signal */
+static char g_tmp_path[4096];   /* temporary database being built */
 
-static void on_signal(int s)
+/* SIGINT/SIGTERM/SIGHUP only set a flag: the row loop notices it (a blocked
+ * read returns EINTR, as the handler is installed without SA_RESTART), the
+ * transaction is rolled back or the temporary file removed by the normal
+ * error path, and then the signal is re-raised so the exit status says
+ * what happened. */
+static void on_signal(int s) { g_sig = s; }
+
+static void catch_signals(void)
 {
-  if( g_tmp_path[0] ){
-    unlink(g_tmp_path);
-    /* sqlite may leave a journal beside it (journal_mode=OFF: none) */
+  int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+  for(size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++){
+    struct sigaction old, sa;
+    if( sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN ) continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(sigs[i], &sa, NULL);
   }
-  g_sig = s;
-  signal(s, SIG_DFL);
-  raise(s);
+}
+
+static void reraise(void)
+{
+  if( !g_sig ) return;
+  signal(g_sig, SIG_DFL);
+  raise(g_sig);
 }
 
 static const char *base_name(const char *path)
@@ -180,7 +197,12 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
   if( rc ) goto done;
 
   fly_progress_start(&pg);
-  while( (rc = fly_csv_next(csv, rec, err)) == FLY_ROW ){
+  while( (rc = fly_csv_next(csv, rec, err)) == FLY_ROW || g_sig ){
+    if( g_sig ){
+      rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
+                    (long long)fly_csv_line(csv), fly_csv_path(csv));
+      goto done;
+    }
     for(size_t j = 0; j < width; j++){
       double v = src[j] == (size_t)-1 ? 1.0 : rec[src[j]];
       if( o->prec == FLY_PREC_F32 ){
@@ -280,15 +302,15 @@ static fly_rc run_ingest(const ingest_opts *o, fly_err *err)
   rc = fly_csv_open(o->file, &csv, err);
   if( rc ) goto done;
 
+  catch_signals();
   if( fresh ){
     /* Build privately, then rename into place. */
     snprintf(g_tmp_path, sizeof g_tmp_path, "%s.ingest-%ld.tmp", o->db_path,
              (long)getpid());
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
     unlink(g_tmp_path);
     rc = fly_db_open(g_tmp_path, FLY_DB_CREATE | FLY_DB_FAST, &db, err);
+    if( rc ) fly_fail(err, rc, "cannot create database %s: %s", o->db_path,
+                      errno ? strerror(errno) : "SQLite could not open it");
     if( rc == FLY_OK ) rc = fly_db_begin(db, err);
     if( rc == FLY_OK ) rc = ingest_into(db, o, csv, name, &n, err);
     if( rc == FLY_OK ) rc = fly_db_commit(db, err);
@@ -367,5 +389,7 @@ int fly_cmd_ingest(int argc, char **argv)
     fly_fail(&err, FLY_MISUSE, "--name must not be empty");
     return fly_usage_error(&a, "ingest", synopsis, &err);
   }
-  return fly_report(run_ingest(&o, &err), &err);
+  int code = fly_report(run_ingest(&o, &err), &err);
+  reraise();
+  return code;
 }

@@ -55,7 +55,7 @@ typedef struct job {
   size_t               ckpt_len;
   atomic_llong         done;       /* iterations completed */
   atomic_llong         acc, bright;
-  double               t_write, t_theta, t_z, t_read;
+  double               t_write, t_theta, t_z, t_read, t_loop;
   int64_t              n_viol;
   fly_rc               rc;
   fly_err              err;
@@ -81,6 +81,7 @@ static void *run_chain(void *arg)
   if( rc ) goto done;
   if( (rc = fly_trace_open(sc->db_path, j->run_id, j->id, fly_chain_dim(ch), cap,
                            &tr, err)) ) goto done;
+  double t_start = fly_now();
   for(int64_t it = j->start + 1; it <= total; it++){
     fly_iter_stats s;
     if( (rc = fly_chain_step(ch, it <= sc->warmup, &s, err)) ){
@@ -106,6 +107,7 @@ static void *run_chain(void *arg)
       last = t;
     }
     atomic_store(&j->done, it);
+    j->t_loop = fly_now() - t_start;
     if( stop ) break;
   }
 done:
@@ -383,18 +385,19 @@ done:
 }
 
 static fly_rc finish_run(fly_db *db, int64_t run_id, const char *status,
-                         const char *msg, double wall, fly_err *err)
+                         const char *msg, double wall, double loop, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
   fly_rc rc = fly_db_prepare(db, "UPDATE run SET status=?2, message=?3, wall_seconds="
-      "coalesce(wall_seconds, 0) + ?4, finished_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') "
-      "WHERE id=?1", &st, err);
+      "coalesce(wall_seconds, 0) + ?4, sample_seconds=coalesce(sample_seconds, 0) + ?5, "
+      "finished_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1", &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, run_id);
   sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
   if( msg ) sqlite3_bind_text(st, 3, msg, -1, SQLITE_TRANSIENT);
   else sqlite3_bind_null(st, 3);
   sqlite3_bind_double(st, 4, wall);
+  sqlite3_bind_double(st, 5, loop);
   if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "finishing the run");
   sqlite3_finalize(st);
   return rc;
@@ -571,28 +574,33 @@ static int run_sample(fly_args *a, int64_t resume_id)
       rc = fly_fail(&err, FLY_NUMERIC, "the thinning bound was violated %lld times: "
                     "the draws are not exact (a bug; please report)", (long long)viol);
   }
-  double wall = fly_now() - t0;
+  double wall = fly_now() - t0, loop = 0;
+  for(int c = 0; c < nstarted; c++) if( jobs[c].t_loop > loop ) loop = jobs[c].t_loop;
   if( rc == FLY_OK && atomic_load(&g_stop) ){
-    finish_run(db, run_id, "running", "interrupted; continue with --resume", wall, &err);
+    finish_run(db, run_id, "running", "interrupted; continue with --resume", wall, loop, &err);
     fprintf(stderr, "flydb: interrupted; every chain stopped at a checkpoint. Continue "
             "with: flydb sample --db %s --resume %lld\n", sc.db_path, (long long)run_id);
     rc = FLY_MISUSE;
     goto out;
   }
   if( rc == FLY_OK ){
-    rc = finish_run(db, run_id, "done", NULL, wall, &err);
+    rc = finish_run(db, run_id, "done", NULL, wall, loop, &err);
     if( rc == FLY_OK && !sc.quiet ){
       double tt = 0, tz = 0, trd = 0, tw = 0;
+      int64_t n_it = 0;
       for(int c = 0; c < nstarted; c++){
         tt += jobs[c].t_theta; tz += jobs[c].t_z; trd += jobs[c].t_read; tw += jobs[c].t_write;
+        n_it += atomic_load(&jobs[c].done) - jobs[c].start;
       }
-      fprintf(stderr, "run %lld done in %.2f s (chain time: theta %.2f s, z %.2f s, "
-              "reads %.2f s, writing %.2f s)\n", (long long)run_id, wall, tt, tz, trd, tw);
+      fprintf(stderr, "run %lld done in %.2f s; iterations %.2f s (%.3g ms per iteration "
+              "per chain; chain time: theta %.2f s, z %.2f s, reads %.2f s, writing %.2f s)\n",
+              (long long)run_id, wall, loop, n_it > 0 ? 1e3 * loop * (double)nstarted / (double)n_it : 0.0,
+              tt, tz, trd, tw);
       rc = fly_summary_print(db, run_id, &err);
     }
   }else if( run_id > 0 ){
     fly_err e2 = {0};
-    finish_run(db, run_id, "failed", err.msg, wall, &e2);
+    finish_run(db, run_id, "failed", err.msg, wall, loop, &e2);
   }
 done:
   if( rc ) fprintf(stderr, "flydb: %s\n", err.msg[0] ? err.msg : fly_rc_str(rc));

@@ -29,9 +29,9 @@ static fly_rc run_info(fly_db *db, int64_t *run_id, runinfo *ri, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
   fly_rc rc = fly_db_prepare(db, *run_id > 0 ?
-      "SELECT r.id, n_chains, n_warmup, n_iters, thin, n_params, coalesce(wall_seconds,0), "
+      "SELECT r.id, n_chains, n_warmup, n_iters, thin, n_params, coalesce(sample_seconds, wall_seconds, 0), "
       "z_mode, status, d.n_rows FROM run r JOIN dataset d ON d.id=r.dataset_id WHERE r.id=?1" :
-      "SELECT r.id, n_chains, n_warmup, n_iters, thin, n_params, coalesce(wall_seconds,0), "
+      "SELECT r.id, n_chains, n_warmup, n_iters, thin, n_params, coalesce(sample_seconds, wall_seconds, 0), "
       "z_mode, status, d.n_rows FROM run r JOIN dataset d ON d.id=r.dataset_id "
       "ORDER BY r.id DESC LIMIT 1", &st, err);
   if( rc ) return rc;
@@ -162,7 +162,7 @@ fly_rc fly_summary_print(fly_db *db, int64_t run_id, fly_err *err)
            sqlite3_column_double(st, 2));
   }
   if( ri.wall > 0 && isfinite(min_ess) )
-    printf("min ess_bulk %.0f in %.2f s of sampling: %.1f effective draws per second\n",
+    printf("min ess_bulk %.0f in %.2f s of sampling (iteration loops): %.1f effective draws per second\n",
            min_ess, ri.wall, min_ess / ri.wall);
   if( warn_rhat )
     printf("warning: %zu parameters have R-hat > 1.01: the chains have not mixed; run "

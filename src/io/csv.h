@@ -22,9 +22,15 @@ typedef struct fly_csv fly_csv;
 
 /* Open path ("-" = stdin) and read the header row.  FLY_IO if it cannot be
  * opened, FLY_PARSE if the file is empty, the header is malformed, a header
- * name is empty or two names are equal ("file:1: duplicate column name 'x'
- * (columns 2 and 5)").  *pc NULL on failure. */
+ * name is empty or two names are equal ("file:1:5: duplicate column name
+ * 'x' (columns 2 and 5)").  Blank lines before the header are skipped.
+ * *pc NULL on failure. */
 fly_rc fly_csv_open(const char *path, fly_csv **pc, fly_err *err);
+/* As fly_csv_open, with the initial read-buffer size in bytes (0: the
+ * default, 1 MiB).  The buffer still grows to hold the longest record; tiny
+ * sizes exercise the refill path in tests and the fuzz harness. */
+fly_rc fly_csv_open_buf(const char *path, size_t bufsize, fly_csv **pc,
+                        fly_err *err);
 void   fly_csv_close(fly_csv *c);                     /* NULL: no-op */
 
 size_t      fly_csv_ncols(const fly_csv *c);          /* header width */
@@ -36,7 +42,10 @@ const char *fly_csv_path(const fly_csv *c);           /* "<stdin>" for "-" */
  * what was expected: a ragged row ("3 fields, header has 5"), an empty cell,
  * a non-numeric cell ("'abc' is not a number"), NaN or Inf, an unterminated
  * quote.  Blank lines (only a line end) are skipped.  Numbers are parsed with
- * strtod in the C locale semantics (leading/trailing spaces allowed). */
+ * strtod in the C locale semantics (leading/trailing spaces allowed), and
+ * the results are bit-identical to strtod's.  FLY_IO on a read error,
+ * FLY_NOMEM if a record outgrows memory.  After FLY_DONE, FLY_DONE
+ * again; after an error, the same error again (the record is not skipped). */
 fly_rc fly_csv_next(fly_csv *c, double *vals, fly_err *err);
 
 int64_t fly_csv_line(const fly_csv *c);     /* line where the last record started */

@@ -219,6 +219,19 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
     goto done;
   }
   rc = check_identity(db, err);
+  if( rc && (flags & FLY_DB_READONLY) &&
+      sqlite3_extended_errcode(db->h) == SQLITE_READONLY_ROLLBACK ){
+    /* A write was interrupted and left a hot journal: only a read-write
+     * connection may roll it back, which restores the file's last
+     * committed state. */
+    fly_db_close(db);
+    db = NULL;
+    fly_db *rw = NULL;
+    rc = fly_db_open(path, flags & ~FLY_DB_READONLY, &rw, err);
+    if( rc ) return rc;
+    fly_db_close(rw);
+    return fly_db_open(path, flags, pdb, err);
+  }
 
 done:
   if( rc ){

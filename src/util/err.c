@@ -46,7 +46,14 @@ fly_rc fly_err_prefix(fly_err *err, const char *fmt, ...)
   vsnprintf(pre, sizeof pre, fmt, ap);
   va_end(ap);
   memcpy(old, err->msg, sizeof old);
-  snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+  /* pre + ": " + old, truncated to fit */
+  size_t np = strnlen(pre, sizeof pre - 1), no = strnlen(old, sizeof old - 1);
+  if( np > sizeof err->msg - 3 ) np = sizeof err->msg - 3;
+  memcpy(err->msg, pre, np);
+  memcpy(err->msg + np, ": ", 2);
+  if( no > sizeof err->msg - np - 3 ) no = sizeof err->msg - np - 3;
+  memcpy(err->msg + np + 2, old, no);
+  err->msg[np + 2 + no] = 0;
   return err->code;
 }
 

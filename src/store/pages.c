@@ -1,0 +1,599 @@
+/*
+ * pages.c -- reading a paged row table: the page map, verified page fetches
+ * through incremental BLOB I/O, an LRU cache of decoded pages, and batched
+ * random row reads.
+ *
+ * Open reads the table's shape from its dataset / bound_set row and loads
+ * one record per page (rowid, checksum, codec, rows: 24 bytes) plus one
+ * cache-slot index (4 bytes), so page_no -> rowid is an array lookup and
+ * per-page metadata never costs a query.  The map is checked to be
+ * complete: pages 0..n_pages-1 each present, first_row = page_no*page_rows,
+ * every page but the last full, raw_bytes = n_rows*width*prec.  Pages are
+ * immutable after ingest, so the map stays valid while the handle lives.
+ *
+ * Fetching page k: position a BLOB handle on its rowid (sqlite3_blob_open
+ * the first time in a call, sqlite3_blob_reopen after), read the stored
+ * payload in one sqlite3_blob_read (served from the memory map set up by
+ * db.c, or the OS page cache beyond it), verify its XXH3-64 checksum
+ * against the map, decode.  A raw f64 page is read straight into its
+ * destination and verified there, so it costs one copy.  The BLOB handle is
+ * closed when each public call returns: an open handle is an active
+ * statement that pins a read transaction, which would block writers in
+ * other processes (rollback journal) or stop the WAL from ever being reset
+ * while a run writes its draws.  A call that is served from the cache never
+ * touches SQLite.  If the handle is expired by a write (SQLITE_ABORT) it is
+ * reopened once.  Taking and dropping the read lock costs ~10-15 us a call
+ * (fcntl/stat round trips; ~1 us inside a transaction), so a caller that
+ * scans page by page should hold a read transaction (BEGIN ... COMMIT)
+ * around the scan.
+ *
+ * Cache: n_slots = cache_bytes / page bytes (at least 2, at most n_pages)
+ * slots of page_rows*width doubles, all allocated at open.  slot_of[k] is
+ * the slot holding page k or -1 (O(1) lookup); slots form one intrusive
+ * doubly linked list, most recently used first; a miss reuses the tail.  So
+ * the cache never exceeds its bound and its steady state allocates nothing.
+ *
+ * read_rows: each id becomes a key (page << 32 | request index), the keys are
+ * sorted by page (insertion sort for small batches, LSD radix on the page
+ * bits otherwise: O(n) per 11 bits of page number), then each needed page is
+ * visited once and its rows copied to the caller's positions.  The key
+ * workspace only grows.  Cost per batch: O(n) + one fetch per uncached page
+ * touched; a cached row costs one memcpy of width doubles.
+ */
+#include "store/pages.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/codec.h"
+#include "util/mem.h"
+
+#define RADIX_BITS 11
+#define RADIX      (1u << RADIX_BITS)
+#define SMALL_SORT 48          /* insertion sort at or below this batch size */
+
+typedef struct pmeta {
+  int64_t  rowid;              /* page.id: the BLOB I/O key */
+  uint64_t checksum;           /* XXH3-64 of the stored payload */
+  uint32_t n_rows;             /* rows in this page */
+  uint32_t codec;              /* FLY_CODEC_RAW or FLY_CODEC_LZ4 */
+} pmeta;
+
+typedef struct slot {
+  int64_t page_no;             /* page held, -1 if empty */
+  int32_t prev, next;          /* LRU list neighbours, -1 at the ends */
+} slot;
+
+struct fly_pages {
+  fly_db        *db;           /* borrowed */
+  sqlite3       *h;            /* borrowed from db */
+  fly_table      table;
+  int64_t        owner;
+  const char    *tname;        /* "page" or "bound_page" */
+  char           name[48];     /* "data set 3", for messages */
+  fly_pages_info info;
+  size_t         page_vals;    /* page_rows*width values */
+  pmeta         *meta;         /* n_pages records */
+  int32_t       *slot_of;      /* n_pages: slot index or -1 */
+  slot          *slots;        /* n_slots */
+  double        *vals;         /* n_slots*page_vals decoded values */
+  int32_t        n_slots;
+  int32_t        head, tail;   /* most / least recently used slot */
+  sqlite3_blob  *blob;         /* open only during a call */
+  unsigned char *io;           /* stored payload, io_cap bytes */
+  size_t         io_cap;
+  unsigned char *scratch;      /* f32 lz4 decode, page_vals*4 bytes */
+  uint64_t      *keys, *tmp;   /* read_rows sort workspace, ws_cap each */
+  size_t         ws_cap;
+  size_t         hist[RADIX];  /* radix sort counts */
+  fly_pages_stats st;
+};
+
+static double now_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- open: shape and page map ---------------------------------------- */
+
+static fly_rc load_shape(fly_pages *p, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(p->db, p->table == FLY_TABLE_DATA
+    ? "SELECT width, page_rows, n_rows, prec, n_pages FROM dataset WHERE id = ?1"
+    : "SELECT b.width, b.page_rows, d.n_rows, 4, b.n_pages FROM bound_set b"
+      " JOIN dataset d ON d.id = b.dataset_id WHERE b.id = ?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, p->owner);
+  int s = sqlite3_step(st);
+  if( s == SQLITE_ROW ){
+    int64_t width = sqlite3_column_int64(st, 0);
+    p->info.page_rows = sqlite3_column_int64(st, 1);
+    p->info.n_rows = sqlite3_column_int64(st, 2);
+    p->info.prec = sqlite3_column_int(st, 3);
+    p->info.n_pages = sqlite3_column_int64(st, 4);
+    p->info.width = width > 0 ? (size_t)width : 0;
+    if( width < 1 || p->info.page_rows < 1 || p->info.n_rows < 1
+        || (p->info.prec != FLY_PREC_F64 && p->info.prec != FLY_PREC_F32) )
+      rc = fly_fail(err, FLY_CORRUPT, "%s: bad shape (width %lld, page_rows "
+                    "%lld, n_rows %lld, prec %d)", p->name, (long long)width,
+                    (long long)p->info.page_rows, (long long)p->info.n_rows,
+                    p->info.prec);
+  }else if( s == SQLITE_DONE ){
+    rc = fly_fail(err, FLY_RANGE, "%s: no such %s in %s", p->name,
+                  p->table == FLY_TABLE_DATA ? "data set" : "bound set",
+                  fly_db_path(p->db));
+  }else{
+    rc = fly_db_fail(p->db, err, "reading the table shape");
+    fly_err_prefix(err, "%s", p->name);
+  }
+  sqlite3_finalize(st);
+  if( rc ) return rc;
+
+  const fly_pages_info *in = &p->info;
+  int64_t want_pages = (in->n_rows - 1) / in->page_rows + 1;
+  if( in->n_pages != want_pages )
+    return fly_fail(err, FLY_CORRUPT, "%s: n_pages is %lld, but %lld rows of "
+                    "%lld a page need %lld (unfinished write?)", p->name,
+                    (long long)in->n_pages, (long long)in->n_rows,
+                    (long long)in->page_rows, (long long)want_pages);
+  if( in->n_pages > INT32_MAX
+      || (uint64_t)in->page_rows > SIZE_MAX / in->width
+      || (size_t)in->page_rows * in->width > (size_t)INT32_MAX / 8 )
+    return fly_fail(err, FLY_RANGE, "%s: %lld pages of %lld rows x %zu values "
+                    "is beyond this reader's limits", p->name,
+                    (long long)in->n_pages, (long long)in->page_rows, in->width);
+  p->page_vals = (size_t)in->page_rows * in->width;
+  return FLY_OK;
+}
+
+static fly_rc missing(const fly_pages *p, int64_t k, fly_err *err)
+{
+  int64_t first = k * p->info.page_rows;
+  int64_t last = first + p->info.page_rows - 1;
+  if( last >= p->info.n_rows ) last = p->info.n_rows - 1;
+  return fly_fail(err, FLY_CORRUPT, "%s: page %lld of %lld is missing "
+                  "(rows %lld..%lld)", p->name, (long long)k,
+                  (long long)p->info.n_pages, (long long)first, (long long)last);
+}
+
+static fly_rc load_map(fly_pages *p, fly_err *err)
+{
+  const fly_pages_info *in = &p->info;
+  sqlite3_stmt *st = NULL;
+  int64_t next = 0;              /* next page_no expected */
+  int s;
+  fly_rc rc = fly_db_prepare(p->db, p->table == FLY_TABLE_DATA
+    ? "SELECT id, page_no, first_row, n_rows, codec, raw_bytes, checksum"
+      " FROM page WHERE dataset_id = ?1 ORDER BY page_no"
+    : "SELECT id, page_no, first_row, n_rows, codec, raw_bytes, checksum"
+      " FROM bound_page WHERE bound_set_id = ?1 ORDER BY page_no", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, p->owner);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t k = sqlite3_column_int64(st, 1);
+    int64_t first = sqlite3_column_int64(st, 2);
+    int64_t nr = sqlite3_column_int64(st, 3);
+    int64_t codec = sqlite3_column_int64(st, 4);
+    int64_t raw = sqlite3_column_int64(st, 5);
+    int64_t sum = sqlite3_column_int64(st, 6);
+    int64_t want_nr = k == in->n_pages - 1
+                    ? in->n_rows - k * in->page_rows : in->page_rows;
+
+    if( k > next ){ rc = missing(p, next, err); goto done; }
+    if( k < next || k >= in->n_pages ){
+      rc = fly_fail(err, FLY_CORRUPT, "%s: unexpected page %lld (the table "
+                    "has pages 0..%lld)", p->name, (long long)k,
+                    (long long)in->n_pages - 1);
+      goto done;
+    }
+    if( first != k * in->page_rows || nr != want_nr ){
+      rc = fly_fail(err, FLY_CORRUPT, "%s, page %lld: rows %lld..%lld, want "
+                    "%lld..%lld", p->name, (long long)k, (long long)first,
+                    (long long)(first + nr - 1), (long long)(k * in->page_rows),
+                    (long long)(k * in->page_rows + want_nr - 1));
+      goto done;
+    }
+    if( codec != FLY_CODEC_RAW && codec != FLY_CODEC_LZ4 ){
+      rc = fly_fail(err, FLY_CORRUPT, "%s, page %lld: unknown codec %lld",
+                    p->name, (long long)k, (long long)codec);
+      goto done;
+    }
+    if( raw != nr * (int64_t)in->width * in->prec ){
+      rc = fly_fail(err, FLY_CORRUPT, "%s, page %lld: raw_bytes %lld, want "
+                    "%lld (%lld rows x %zu values x %d bytes)", p->name,
+                    (long long)k, (long long)raw,
+                    (long long)(nr * (int64_t)in->width * in->prec),
+                    (long long)nr, in->width, in->prec);
+      goto done;
+    }
+    pmeta *m = &p->meta[k];
+    m->rowid = sqlite3_column_int64(st, 0);
+    memcpy(&m->checksum, &sum, sizeof sum);
+    m->n_rows = (uint32_t)nr;
+    m->codec = (uint32_t)codec;
+    next = k + 1;
+  }
+  if( s != SQLITE_DONE ){
+    rc = fly_db_fail(p->db, err, "reading the page map");
+    fly_err_prefix(err, "%s", p->name);
+  }else if( next < in->n_pages ){
+    rc = missing(p, next, err);
+  }
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
+                      size_t cache_bytes, fly_pages **pp, fly_err *err)
+{
+  fly_pages *p = NULL;
+  fly_rc rc = FLY_OK;
+  size_t page_bytes, n_slots;
+
+  *pp = NULL;
+  if( table != FLY_TABLE_DATA && table != FLY_TABLE_BOUND )
+    return fly_fail(err, FLY_MISUSE, "pages: unknown table %d", (int)table);
+  p = fly_alloc_array(1, sizeof *p);
+  if( !p ) return fly_fail(err, FLY_NOMEM, "opening pages of %lld",
+                           (long long)owner);
+  p->db = db;
+  p->h = fly_db_sqlite(db);
+  p->table = table;
+  p->owner = owner;
+  p->tname = table == FLY_TABLE_DATA ? "page" : "bound_page";
+  snprintf(p->name, sizeof p->name, "%s %lld",
+           table == FLY_TABLE_DATA ? "data set" : "bound set", (long long)owner);
+
+  if( (rc = load_shape(p, err)) ) goto done;
+  p->meta = fly_alloc_array((size_t)p->info.n_pages, sizeof *p->meta);
+  p->slot_of = fly_alloc_array((size_t)p->info.n_pages, sizeof *p->slot_of);
+  if( !p->meta || !p->slot_of ){
+    rc = fly_fail(err, FLY_NOMEM, "%s: page map of %lld pages", p->name,
+                  (long long)p->info.n_pages);
+    goto done;
+  }
+  if( (rc = load_map(p, err)) ) goto done;
+
+  /* Cache slots, all allocated now (calloc: untouched slots cost no RAM). */
+  page_bytes = p->page_vals * sizeof(double);
+  n_slots = cache_bytes / page_bytes;
+  if( n_slots < 2 ) n_slots = 2;
+  if( n_slots > (size_t)p->info.n_pages ) n_slots = (size_t)p->info.n_pages;
+  p->n_slots = (int32_t)n_slots;
+  p->slots = fly_alloc_array(n_slots, sizeof *p->slots);
+  p->vals = fly_alloc_array(n_slots, page_bytes);
+  p->io_cap = fly_codec_bound(p->page_vals * (size_t)p->info.prec);
+  p->io = fly_alloc_array(p->io_cap, 1);
+  if( p->info.prec == FLY_PREC_F32 )
+    p->scratch = fly_alloc_array(p->page_vals, FLY_PREC_F32);
+  if( !p->slots || !p->vals || !p->io
+      || (p->info.prec == FLY_PREC_F32 && !p->scratch) ){
+    rc = fly_fail(err, FLY_NOMEM, "%s: page cache of %zu pages x %zu bytes",
+                  p->name, n_slots, page_bytes);
+    goto done;
+  }
+  for(int64_t k = 0; k < p->info.n_pages; k++) p->slot_of[k] = -1;
+  for(int32_t i = 0; i < p->n_slots; i++){
+    p->slots[i].page_no = -1;
+    p->slots[i].prev = i - 1;
+    p->slots[i].next = i + 1 < p->n_slots ? i + 1 : -1;
+  }
+  p->head = 0;
+  p->tail = p->n_slots - 1;
+
+done:
+  if( rc ){
+    fly_pages_close(p);
+    return rc;
+  }
+  *pp = p;
+  return FLY_OK;
+}
+
+void fly_pages_close(fly_pages *p)
+{
+  if( !p ) return;
+  sqlite3_blob_close(p->blob);
+  fly_free(p->meta);
+  fly_free(p->slot_of);
+  fly_free(p->slots);
+  fly_free(p->vals);
+  fly_free(p->io);
+  fly_free(p->scratch);
+  fly_free(p->keys);
+  fly_free(p->tmp);
+  fly_free(p);
+}
+
+const fly_pages_info *fly_pages_info_of(const fly_pages *p)
+{
+  return &p->info;
+}
+
+void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s)
+{
+  *s = p->st;
+}
+
+/* ---- fetching one page ------------------------------------------------ */
+
+/* End of a public call: drop the BLOB handle and with it the read
+ * transaction it pins. */
+static void release(fly_pages *p)
+{
+  if( p->blob ){
+    sqlite3_blob_close(p->blob);
+    p->blob = NULL;
+  }
+}
+
+/* Point the BLOB handle at page k's payload. */
+static fly_rc seek_blob(fly_pages *p, int64_t k, fly_err *err)
+{
+  int64_t rowid = p->meta[k].rowid;
+  if( p->blob ){
+    if( sqlite3_blob_reopen(p->blob, rowid) == SQLITE_OK ) return FLY_OK;
+    release(p);                 /* aborted or expired: open afresh */
+  }
+  if( sqlite3_blob_open(p->h, "main", p->tname, "payload", rowid, 0,
+                        &p->blob) != SQLITE_OK ){
+    char what[64];
+    snprintf(what, sizeof what, "opening the payload (row id %lld)",
+             (long long)rowid);
+    fly_db_fail(p->db, err, what);
+    release(p);
+    return fly_err_prefix(err, "%s, page %lld", p->name, (long long)k);
+  }
+  return FLY_OK;
+}
+
+/* Read, verify and decode page k into dst (page_vals doubles). */
+static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
+{
+  const pmeta *m = &p->meta[k];
+  size_t n_vals = (size_t)m->n_rows * p->info.width;
+  size_t raw = n_vals * (size_t)p->info.prec;
+  double t0 = now_seconds();
+  fly_rc rc;
+  int nb, s = SQLITE_OK;
+
+  for(int attempt = 0; attempt < 2; attempt++){
+    if( (rc = seek_blob(p, k, err)) ) return rc;
+    nb = sqlite3_blob_bytes(p->blob);
+    if( m->codec == FLY_CODEC_RAW ? (size_t)nb != raw : (size_t)nb > p->io_cap )
+      return fly_fail(err, FLY_CORRUPT, "%s, page %lld: stored payload of %d "
+                      "bytes, but the page holds %zu raw bytes (%s)", p->name,
+                      (long long)k, nb, raw,
+                      m->codec == FLY_CODEC_RAW ? "raw" : "lz4");
+    void *buf = m->codec == FLY_CODEC_RAW && p->info.prec == FLY_PREC_F64
+              ? (void *)dst : (void *)p->io;
+    s = sqlite3_blob_read(p->blob, buf, nb, 0);
+    if( s == SQLITE_OK ){
+      uint64_t sum = fly_codec_checksum(buf, (size_t)nb);
+      if( sum != m->checksum )
+        return fly_fail(err, FLY_CORRUPT, "%s, page %lld: checksum mismatch "
+                        "(stored 0x%016llx, computed 0x%016llx)", p->name,
+                        (long long)k, (unsigned long long)m->checksum,
+                        (unsigned long long)sum);
+      if( buf != (void *)dst ){
+        rc = fly_codec_decode((int)m->codec, buf, (size_t)nb, p->info.prec,
+                              n_vals, dst, p->scratch, err);
+        if( rc ) return fly_err_prefix(err, "%s, page %lld", p->name,
+                                       (long long)k);
+      }
+      p->st.page_reads++;
+      p->st.decode_seconds += now_seconds() - t0;
+      return FLY_OK;
+    }
+    release(p);                 /* SQLITE_ABORT: expired by a write; retry */
+    if( s != SQLITE_ABORT ) break;
+  }
+  rc = fly_fail(err, FLY_SQL, "%s, page %lld: reading the payload: %s (%s)",
+                p->name, (long long)k, sqlite3_errstr(s), fly_db_path(p->db));
+  return rc;
+}
+
+/* ---- the LRU cache ---------------------------------------------------- */
+
+static void unlink_slot(fly_pages *p, int32_t i)
+{
+  slot *s = &p->slots[i];
+  if( s->prev >= 0 ) p->slots[s->prev].next = s->next; else p->head = s->next;
+  if( s->next >= 0 ) p->slots[s->next].prev = s->prev; else p->tail = s->prev;
+  s->prev = s->next = -1;
+}
+
+static void push_front(fly_pages *p, int32_t i)
+{
+  slot *s = &p->slots[i];
+  s->prev = -1;
+  s->next = p->head;
+  if( p->head >= 0 ) p->slots[p->head].prev = i;
+  p->head = i;
+  if( p->tail < 0 ) p->tail = i;
+}
+
+static void push_back(fly_pages *p, int32_t i)
+{
+  slot *s = &p->slots[i];
+  s->next = -1;
+  s->prev = p->tail;
+  if( p->tail >= 0 ) p->slots[p->tail].next = i;
+  p->tail = i;
+  if( p->head < 0 ) p->head = i;
+}
+
+static double *slot_vals(const fly_pages *p, int32_t i)
+{
+  return p->vals + (size_t)i * p->page_vals;
+}
+
+/* Page k through the cache: its decoded values, most recently used now. */
+static fly_rc cached(fly_pages *p, int64_t k, const double **rows,
+                     fly_err *err)
+{
+  int32_t i = p->slot_of[k];
+  if( i >= 0 ){
+    p->st.cache_hits++;
+    if( i != p->head ){ unlink_slot(p, i); push_front(p, i); }
+    *rows = slot_vals(p, i);
+    return FLY_OK;
+  }
+  i = p->tail;                                 /* empty or least recent */
+  unlink_slot(p, i);
+  if( p->slots[i].page_no >= 0 ) p->slot_of[p->slots[i].page_no] = -1;
+  p->slots[i].page_no = -1;
+  fly_rc rc = fetch(p, k, slot_vals(p, i), err);
+  if( rc ){
+    push_back(p, i);                           /* empty: reused first */
+    return rc;
+  }
+  p->slots[i].page_no = k;
+  p->slot_of[k] = i;
+  push_front(p, i);
+  *rows = slot_vals(p, i);
+  return FLY_OK;
+}
+
+static fly_rc page_range(const fly_pages *p, int64_t k, fly_err *err)
+{
+  if( k < 0 || k >= p->info.n_pages )
+    return fly_fail(err, FLY_RANGE, "%s: page %lld out of range (pages "
+                    "0..%lld)", p->name, (long long)k,
+                    (long long)p->info.n_pages - 1);
+  return FLY_OK;
+}
+
+fly_rc fly_pages_read_page(fly_pages *p, int64_t page_no, double *out,
+                           size_t *n_rows, fly_err *err)
+{
+  fly_rc rc = page_range(p, page_no, err);
+  if( rc ) return rc;
+  size_t n_vals = (size_t)p->meta[page_no].n_rows * p->info.width;
+  int32_t i = p->slot_of[page_no];
+  if( i >= 0 ){                 /* already decoded: copy, do not reorder */
+    p->st.cache_hits++;
+    memcpy(out, slot_vals(p, i), n_vals * sizeof *out);
+  }else{
+    rc = fetch(p, page_no, out, err);
+    release(p);
+    if( rc ) return rc;
+  }
+  if( n_rows ) *n_rows = p->meta[page_no].n_rows;
+  return FLY_OK;
+}
+
+fly_rc fly_pages_get(fly_pages *p, int64_t page_no, const double **rows,
+                     size_t *n_rows, fly_err *err)
+{
+  fly_rc rc = page_range(p, page_no, err);
+  if( rc == FLY_OK ) rc = cached(p, page_no, rows, err);
+  release(p);
+  if( rc ) return rc;
+  if( n_rows ) *n_rows = p->meta[page_no].n_rows;
+  return FLY_OK;
+}
+
+/* ---- batched row reads ------------------------------------------------ */
+
+static fly_rc grow_workspace(fly_pages *p, size_t n, fly_err *err)
+{
+  if( n <= p->ws_cap ) return FLY_OK;
+  size_t cap = p->ws_cap ? p->ws_cap : 256;
+  while( cap < n ) cap = cap > SIZE_MAX / 2 ? n : 2 * cap;
+  uint64_t *k = fly_realloc_array(p->keys, cap, sizeof *k);
+  if( !k ) goto nomem;
+  p->keys = k;
+  uint64_t *t = fly_realloc_array(p->tmp, cap, sizeof *t);
+  if( !t ) goto nomem;
+  p->tmp = t;
+  p->ws_cap = cap;
+  return FLY_OK;
+nomem:
+  return fly_fail(err, FLY_NOMEM, "%s: sort workspace for %zu row ids",
+                  p->name, n);
+}
+
+static void insertion_sort(uint64_t *a, size_t n)
+{
+  for(size_t i = 1; i < n; i++){
+    uint64_t x = a[i];
+    size_t j = i;
+    while( j > 0 && a[j - 1] > x ){ a[j] = a[j - 1]; j--; }
+    a[j] = x;
+  }
+}
+
+/* Stable LSD radix sort of keys[0..n) on bits 32.. (the page number);
+ * leaves the result in p->keys. */
+static void radix_sort(fly_pages *p, size_t n)
+{
+  uint64_t max_page = (uint64_t)p->info.n_pages - 1;
+  for(unsigned sh = 32; sh < 64 && (max_page >> (sh - 32)) != 0;
+      sh += RADIX_BITS){
+    uint64_t *src = p->keys, *dst = p->tmp;
+    size_t sum = 0;
+    memset(p->hist, 0, sizeof p->hist);
+    for(size_t i = 0; i < n; i++) p->hist[(src[i] >> sh) & (RADIX - 1)]++;
+    for(size_t d = 0; d < RADIX; d++){
+      size_t c = p->hist[d];
+      p->hist[d] = sum;
+      sum += c;
+    }
+    for(size_t i = 0; i < n; i++) dst[p->hist[(src[i] >> sh) & (RADIX - 1)]++] = src[i];
+    p->keys = dst;
+    p->tmp = src;
+  }
+}
+
+fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
+                           double *out, fly_err *err)
+{
+  const int64_t N = p->info.n_rows, P = p->info.page_rows;
+  const size_t w = p->info.width;
+  int sorted = 1;
+  fly_rc rc;
+
+  if( n == 0 ) return FLY_OK;
+  if( n > UINT32_MAX )
+    return fly_fail(err, FLY_RANGE, "%s: a batch of %zu rows is too large "
+                    "(at most %u)", p->name, n, UINT32_MAX);
+  if( (rc = grow_workspace(p, n, err)) ) return rc;
+
+  uint64_t *keys = p->keys, prev = 0;
+  for(size_t i = 0; i < n; i++){
+    int64_t id = ids[i];
+    if( id < 0 || id >= N )
+      return fly_fail(err, FLY_RANGE, "%s: row %lld out of range (rows "
+                      "0..%lld; request index %zu)", p->name, (long long)id,
+                      (long long)N - 1, i);
+    uint64_t key = (uint64_t)(id / P) << 32 | (uint64_t)i;
+    if( key < prev ) sorted = 0;
+    keys[i] = prev = key;
+  }
+  if( !sorted ){
+    if( n <= SMALL_SORT ) insertion_sort(keys, n);
+    else radix_sort(p, n);
+  }
+
+  keys = p->keys;
+  int64_t cur = -1;
+  const double *rows = NULL;
+  for(size_t j = 0; j < n; j++){
+    int64_t k = (int64_t)(keys[j] >> 32);
+    size_t i = (size_t)(keys[j] & 0xffffffffu);
+    if( k != cur ){
+      if( (rc = cached(p, k, &rows, err)) ) break;
+      cur = k;
+    }
+    memcpy(out + i * w, rows + (size_t)(ids[i] - k * P) * w, w * sizeof *out);
+  }
+  release(p);
+  if( rc == FLY_OK ) p->st.rows_read += (int64_t)n;
+  return rc;
+}

@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# tools/lib.sh -- shared by tools/setup and tools/test (sourced, not run).
+#
+# flydb_deps       install the Debian 12 packages flydb needs, only those
+#                  that are missing (apt-get is called only then), with sudo
+#                  when not root.
+# flydb_configure  meson setup DIR ARGS..., or reconfigure DIR if it is
+#                  already a meson build directory (so options given here
+#                  always win over what the directory had).
+#
+# FLYDB_WERROR=1 (set by .ci/run) turns warnings into errors in every build
+# directory configured here (-Dwerror_ci=true); otherwise they stay warnings.
+
+FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
+                liblz4-dev libxxhash-dev libopenblas-dev sqlite3)
+
+flydb_missing_packages() {
+  local p status
+  for p in "$@"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || printf '%s\n' "$p"
+  done
+}
+
+flydb_deps() {
+  local missing sudo=()
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "tools: no dpkg-query: not a Debian system; install by hand: ${FLYDB_PACKAGES[*]}" >&2
+    return 0
+  fi
+  mapfile -t missing < <(flydb_missing_packages "${FLYDB_PACKAGES[@]}")
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      echo "tools: missing packages (${missing[*]}) and not root, no sudo: run as root" >&2
+      return 1
+    fi
+    sudo=(sudo)
+  fi
+  echo "tools: installing ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
+flydb_configure() {
+  local dir=$1
+  shift
+  local werror=false
+  [ "${FLYDB_WERROR:-0}" = 1 ] && werror=true
+  if [ -f "$dir/meson-private/coredata.dat" ]; then
+    meson setup --reconfigure "$dir" "$@" "-Dwerror_ci=$werror"
+  else
+    meson setup "$dir" "$@" "-Dwerror_ci=$werror"
+  fi
+}
