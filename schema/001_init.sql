@@ -163,6 +163,8 @@ CREATE TABLE iteration (
   n_reads     INTEGER NOT NULL,  -- rows read from the store this iteration
   accepted    INTEGER NOT NULL,  -- theta proposal accepted (0/1)
   step_size   REAL,
+  full_logpost REAL,   -- exact log p(theta | x) + const by a full scan, every
+                       -- --full-logpost-every iterations (NULL otherwise)
   PRIMARY KEY (run_id, chain, iter)
 ) WITHOUT ROWID;
 

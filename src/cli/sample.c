@@ -38,7 +38,7 @@ static void on_sigint(int s) { (void)s; atomic_store(&g_stop, 1); }
 
 typedef struct sample_cfg {
   const char *db_path, *data;
-  int64_t     iters, warmup, chains, thin, ckpt_every, cache_mb;
+  int64_t     iters, warmup, chains, thin, ckpt_every, cache_mb, full_every;
   uint64_t    seed;
   fly_zmode   z;
   double      z_param, fixed_xi, prior_scale, eps0, scan_frac;
@@ -55,7 +55,7 @@ typedef struct job {
   size_t               ckpt_len;
   atomic_llong         done;       /* iterations completed */
   atomic_llong         acc, bright;
-  double               t_write, t_theta, t_z, t_read, t_loop;
+  double               t_write, t_theta, t_z, t_read, t_loop, t_full;
   int64_t              n_viol;
   fly_rc               rc;
   fly_err              err;
@@ -92,7 +92,12 @@ static void *run_chain(void *arg)
     atomic_fetch_add(&j->acc, s.accepted);
     atomic_store(&j->bright, s.n_bright);
     if( it % sc->thin == 0 ){
-      fly_trace_row row = { s.lp, s.n_bright, s.n_lik, s.n_reads, s.accepted, s.eps };
+      fly_trace_row row = { s.lp, s.n_bright, s.n_lik, s.n_reads, s.accepted, s.eps, NAN };
+      if( sc->full_every > 0 && it % sc->full_every == 0 ){
+        double secs = 0;
+        if( (rc = fly_chain_full_logpost(ch, &row.full_logpost, &secs, err)) ) goto done;
+        j->t_full += secs;
+      }
       if( (rc = fly_trace_add(tr, it, fly_chain_theta(ch), &row, err)) ) goto done;
     }
     int stop = atomic_load(&g_stop);
@@ -141,6 +146,8 @@ static fly_opt sample_opts_tmpl[] = {
   { "cache-mb", FLY_OPT_VALUE, "page cache per chain in MiB (default 256)", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
+  { "full-logpost-every", FLY_OPT_VALUE, "every K iterations store the exact full-data "
+                                         "log posterior (a full scan; off by default)", 0, 0 },
   { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
                                        "iterations (default 1000; also every 2 s)", 0, 0 },
   { "resume", FLY_OPT_VALUE, "continue interrupted run RUN_ID", 0, 0 },
@@ -168,6 +175,10 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   if( (rc = fly_args_int(a, "thin", 1, 1, INT64_C(1) << 30, &sc->thin, err)) ) return rc;
   if( (rc = fly_args_int(a, "cache-mb", 256, 1, INT64_C(1) << 20, &sc->cache_mb, err)) ) return rc;
   if( (rc = fly_args_int(a, "checkpoint-every", 1000, 1, INT64_C(1) << 40, &sc->ckpt_every, err)) ) return rc;
+  if( (rc = fly_args_int(a, "full-logpost-every", 0, 0, INT64_C(1) << 40, &sc->full_every, err)) ) return rc;
+  if( sc->full_every > 0 && sc->full_every % sc->thin != 0 )
+    return fly_fail(err, FLY_MISUSE, "--full-logpost-every must be a multiple of --thin "
+                    "(only kept iterations are stored)");
   if( (rc = fly_args_real(a, "prior-scale", 1.0, 1e-12, 1e12, &sc->prior_scale, err)) ) return rc;
   if( (rc = fly_args_real(a, "scan-frac", 0.25, 0.0, 1e9, &sc->scan_frac, err)) ) return rc;
   int64_t seed;
@@ -586,16 +597,21 @@ static int run_sample(fly_args *a, int64_t resume_id)
   if( rc == FLY_OK ){
     rc = finish_run(db, run_id, "done", NULL, wall, loop, &err);
     if( rc == FLY_OK && !sc.quiet ){
-      double tt = 0, tz = 0, trd = 0, tw = 0;
+      double tt = 0, tz = 0, trd = 0, tw = 0, tf = 0;
       int64_t n_it = 0;
       for(int c = 0; c < nstarted; c++){
         tt += jobs[c].t_theta; tz += jobs[c].t_z; trd += jobs[c].t_read; tw += jobs[c].t_write;
+        tf += jobs[c].t_full;
         n_it += atomic_load(&jobs[c].done) - jobs[c].start;
       }
       fprintf(stderr, "run %lld done in %.2f s; iterations %.2f s (%.3g ms per iteration "
               "per chain; chain time: theta %.2f s, z %.2f s, reads %.2f s, writing %.2f s)\n",
               (long long)run_id, wall, loop, n_it > 0 ? 1e3 * loop * (double)nstarted / (double)n_it : 0.0,
               tt, tz, trd, tw);
+      if( sc.full_every > 0 )
+        fprintf(stderr, "full-data log posterior every %lld iterations: %.2f s of chain time "
+                "(%.1f%% of the iteration loops)\n", (long long)sc.full_every, tf,
+                loop > 0 ? 100.0 * tf / (loop * (double)nstarted) : 0.0);
       rc = fly_summary_print(db, run_id, &err);
     }
   }else if( run_id > 0 ){

@@ -184,15 +184,14 @@ static void flymc_accept(void *ctx)
   c->base = c->base_new;
 }
 
-static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad,
-                           fly_err *err)
+/* log p(th) + sum over all rows of log L, from the in-memory block or by a
+ * scan of the pages. */
+static fly_rc full_sum(fly_chain *c, const double *th, double *out, fly_err *err)
 {
-  fly_chain *c = ctx;
   const fly_model *m = c->m;
   const fly_chain_cfg *cfg = c->cfg;
-  double sum = fly_model_log_prior(m, th, NULL), t0 = now();
+  double sum = fly_model_log_prior(m, th, NULL);
   fly_rc rc;
-  (void)grad;
   if( cfg->Xall ){
     for(int64_t r = 0; r < cfg->N; r += CHUNK){
       size_t n = (size_t)(cfg->N - r < CHUNK ? cfg->N - r : CHUNK);
@@ -211,14 +210,36 @@ static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad
       m->type->eval(m, th, rows, c->W, NULL, n, c->logL, NULL, c->work);
       for(size_t i = 0; i < n; i++) sum += c->logL[i];
     }
-    c->n_reads += cfg->N;
   }
-  c->n_lik += cfg->N;
-  *lp = sum;
-  c->lp_new = sum;
-  c->t_theta += now() - t0;
+  *out = sum;
   if( isnan(sum) ) return nan_fail(c, err, "full-data posterior");
   return FLY_OK;
+}
+
+static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad,
+                           fly_err *err)
+{
+  fly_chain *c = ctx;
+  double t0 = now();
+  (void)grad;
+  fly_rc rc = full_sum(c, th, lp, err);
+  if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
+  c->n_lik += c->cfg->N;
+  c->lp_new = *lp;
+  c->t_theta += now() - t0;
+  return rc;
+}
+
+fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
+                              fly_err *err)
+{
+  double t0 = now();
+  fly_rc rc = ev_reserve(c, CHUNK, err);
+  if( rc == FLY_OK && !c->cfg->Xall && !c->data )
+    rc = fly_fail(err, FLY_MISUSE, "no data handle for the full log posterior");
+  if( rc == FLY_OK ) rc = full_sum(c, c->th, lp, err);
+  *seconds = now() - t0;
+  return rc;
 }
 
 static void regular_accept(void *ctx) { (void)ctx; }

@@ -80,6 +80,12 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
 const double *fly_chain_theta(const fly_chain *c);
 size_t        fly_chain_dim(const fly_chain *c);
 
+/* The exact full-data log posterior log p(theta) + sum_n log L_n(theta) at
+ * the current theta, by one sequential scan of the pages (O(N); does not
+ * touch the chain's RNG or state).  *seconds: time it took. */
+fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
+                              fly_err *err);
+
 /* For tests of the z updates: set theta (the bright rows' gaps are
  * re-evaluated), run only the z step, and read z. */
 fly_rc fly_chain_set_theta(fly_chain *c, const double *th, fly_err *err);

@@ -52,8 +52,8 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
   if( (rc = fly_db_prepare(t->db, "INSERT INTO draw(run_id, chain, iter, idx, value) "
                            "VALUES (?1,?2,?3,?4,?5)", &t->ins_draw, err)) ) goto done;
   if( (rc = fly_db_prepare(t->db, "INSERT INTO iteration(run_id, chain, iter, log_joint, "
-                           "n_bright, n_lik_evals, n_reads, accepted, step_size) "
-                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)", &t->ins_iter, err)) ) goto done;
+                           "n_bright, n_lik_evals, n_reads, accepted, step_size, full_logpost) "
+                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", &t->ins_iter, err)) ) goto done;
   rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
                       "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
 done:
@@ -128,6 +128,8 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
     sqlite3_bind_int64(t->ins_iter, 7, w->n_reads);
     sqlite3_bind_int(t->ins_iter, 8, w->accepted);
     sqlite3_bind_double(t->ins_iter, 9, w->step_size);
+    if( w->full_logpost == w->full_logpost ) sqlite3_bind_double(t->ins_iter, 10, w->full_logpost);
+    else sqlite3_bind_null(t->ins_iter, 10);
     rc = step_done(t, t->ins_iter, "writing iteration diagnostics", err);
   }
   if( rc == FLY_OK && ckpt ){

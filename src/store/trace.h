@@ -23,6 +23,7 @@ typedef struct fly_trace_row {   /* per-iteration diagnostics */
   int64_t n_bright, n_lik, n_reads;
   int     accepted;
   double  step_size;
+  double  full_logpost;   /* NaN when not computed (stored as NULL) */
 } fly_trace_row;
 
 /* Open a writer for (run, chain) with P parameters, buffering up to
