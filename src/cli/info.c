@@ -124,7 +124,9 @@ int fly_cmd_info(int argc, char **argv)
   if( fly_args_parse(&a, argc, argv, 0, &err) )
     return fly_usage_error(&a, "info", synopsis, &err);
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "info", synopsis); return 0; }
-  fly_rc rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), FLY_DB_READONLY, &db, &err);
+  /* Read-write although info only reads: a read-only connection to a WAL
+   * database leaves -wal and -shm files behind when it closes. */
+  fly_rc rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), 0, &db, &err);
   if( rc == FLY_OK ) rc = show(db, !fly_args_set(&a, "no-columns"), &err);
   fly_db_close(db);
   return fly_report(rc, &err);

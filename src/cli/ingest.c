@@ -33,7 +33,16 @@
 #include "store/pagewriter.h"
 #include "util/mem.h"
 
-#define DEFAULT_PAGE_ROWS 1024
+/* Default page size: about 64 KiB of raw values, a power of two of rows.
+ * Random reads decode a whole page per row they need, so pages stay small;
+ * scans are fast enough at this size (measured in docs/benchmarks.md). */
+#define PAGE_TARGET_BYTES 65536
+static int64_t auto_page_rows(size_t width)
+{
+  int64_t r = 16;
+  while( r * 2 * 8 * (int64_t)width <= PAGE_TARGET_BYTES && r < 65536 ) r *= 2;
+  return r;
+}
 
 /* Running mean/variance (Welford) and range of one stored column. */
 typedef struct colstat { double mean, m2, min, max; } colstat;
@@ -137,7 +146,7 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
   colstat *cs = NULL;
   fly_pagewriter *pw = NULL;
   sqlite3_stmt *st = NULL;
-  int64_t ds = 0, n = 0;
+  int64_t ds = 0, n = 0, page_rows = o->page_rows;
   fly_progress pg;
 
   if( ncsv < 2 ){
@@ -157,6 +166,7 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
     }
   }
   width = ncsv + (o->intercept ? 1 : 0);
+  if( page_rows == 0 ) page_rows = auto_page_rows(width);
   src = fly_alloc_array(width, sizeof *src);
   rec = fly_alloc_array(ncsv, sizeof *rec);
   row = fly_alloc_array(width, sizeof *row);
@@ -178,7 +188,7 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
   sqlite3_bind_int64(st, 4, (int64_t)width - 1);
   sqlite3_bind_int(st, 5, o->intercept);
   sqlite3_bind_text(st, 6, fly_csv_colname(csv, tcol), -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 7, o->page_rows);
+  sqlite3_bind_int64(st, 7, page_rows);
   sqlite3_bind_int(st, 8, o->prec);
   if( sqlite3_step(st) != SQLITE_DONE ){
     if( sqlite3_extended_errcode(fly_db_sqlite(db)) == SQLITE_CONSTRAINT_UNIQUE )
@@ -192,7 +202,7 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
   sqlite3_finalize(st);
   st = NULL;
 
-  rc = fly_pagewriter_open(db, FLY_TABLE_DATA, ds, width, o->page_rows, o->prec,
+  rc = fly_pagewriter_open(db, FLY_TABLE_DATA, ds, width, page_rows, o->prec,
                            &pw, err);
   if( rc ) goto done;
 
@@ -330,6 +340,7 @@ static fly_rc run_ingest(const ingest_opts *o, fly_err *err)
     }
     unlink(g_tmp_path);
     g_tmp_path[0] = 0;
+
   }else{
     rc = fly_db_begin(db, err);
     if( rc == FLY_OK ) rc = ingest_into(db, o, csv, name, &n, err);
@@ -354,7 +365,8 @@ int fly_cmd_ingest(int argc, char **argv)
     { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
     { "target", FLY_OPT_VALUE, "target column name (default: the last column)", 0, 0 },
     { "no-intercept", FLY_OPT_FLAG, "do not add an intercept column", 0, 0 },
-    { "page-rows", FLY_OPT_VALUE, "rows per page (default 1024)", 0, 0 },
+    { "page-rows", FLY_OPT_VALUE, "rows per page (default: ~64 KiB of values, e.g. 256 "
+                                  "rows of 22 columns)", 0, 0 },
     { "precision", FLY_OPT_VALUE, "f64 (default) or f32", 0, 0 },
     { "name", FLY_OPT_VALUE, "data set name (default: file name without extension)", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
@@ -376,7 +388,7 @@ int fly_cmd_ingest(int argc, char **argv)
   o.target = fly_args_str(&a, "target", NULL);
   o.name = fly_args_str(&a, "name", NULL);
   o.intercept = !fly_args_set(&a, "no-intercept");
-  if( fly_args_int(&a, "page-rows", DEFAULT_PAGE_ROWS, 1, 1 << 24, &o.page_rows, &err) )
+  if( fly_args_int(&a, "page-rows", 0, 1, 1 << 24, &o.page_rows, &err) )
     return fly_usage_error(&a, "ingest", synopsis, &err);
   const char *prec = fly_args_str(&a, "precision", "f64");
   if( strcmp(prec, "f64") == 0 ) o.prec = FLY_PREC_F64;

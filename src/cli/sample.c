@@ -183,9 +183,10 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   if( (rc = fly_args_real(a, "scan-frac", 0.25, 0.0, 1e9, &sc->scan_frac, err)) ) return rc;
   int64_t seed;
   if( (rc = fly_args_int(a, "seed", -1, 0, INT64_MAX, &seed, err)) ) return rc;
+  /* a drawn seed is kept below 2^62 so it prints and stores as given */
   sc->seed = seed >= 0 ? (uint64_t)seed
-                       : ((uint64_t)time(NULL) * 2654435761u) ^ (uint64_t)getpid();
-  sc->seed &= (UINT64_C(1) << 62) - 1;   /* fits SQLite's signed integers */
+                       : ((((uint64_t)time(NULL) * 2654435761u) ^ (uint64_t)getpid())
+                          & ((UINT64_C(1) << 62) - 1));
 
   s = fly_args_str(a, "bounds", "map");
   if( strcmp(s, "map") == 0 ) sc->fixed_bounds = 0;
@@ -242,29 +243,60 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   return FLY_OK;
 }
 
-/* Store the options given on the command line (is_default 0) and the
- * resolved values of the others (is_default 1). */
+/* The resolved value of option `name` (what the run actually uses). */
+static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n)
+{
+  buf[0] = 0;
+  if( !strcmp(name, "db") ) snprintf(buf, n, "%s", sc->db_path);
+  else if( !strcmp(name, "data") ) snprintf(buf, n, "%s", sc->data ? sc->data : "(the only one)");
+  else if( !strcmp(name, "model") ) snprintf(buf, n, "logistic");
+  else if( !strcmp(name, "iters") ) snprintf(buf, n, "%lld", (long long)sc->iters);
+  else if( !strcmp(name, "warmup") ) snprintf(buf, n, "%lld", (long long)sc->warmup);
+  else if( !strcmp(name, "chains") ) snprintf(buf, n, "%lld", (long long)sc->chains);
+  else if( !strcmp(name, "seed") ) snprintf(buf, n, "%llu", (unsigned long long)sc->seed);
+  else if( !strcmp(name, "thin") ) snprintf(buf, n, "%lld", (long long)sc->thin);
+  else if( !strcmp(name, "z") ){
+    if( sc->z == FLY_Z_IMPLICIT || sc->z == FLY_Z_EXPLICIT )
+      snprintf(buf, n, "%s=%.17g", fly_zmode_name(sc->z), sc->z_param);
+    else snprintf(buf, n, "%s", fly_zmode_name(sc->z));
+  }
+  else if( !strcmp(name, "regular") ) snprintf(buf, n, "%d", sc->z == FLY_Z_REGULAR);
+  else if( !strcmp(name, "bounds") ){
+    if( sc->fixed_bounds ) snprintf(buf, n, "fixed=%.17g", sc->fixed_xi);
+    else snprintf(buf, n, "map");
+  }
+  else if( !strcmp(name, "prior-scale") ) snprintf(buf, n, "%.17g", sc->prior_scale);
+  else if( !strcmp(name, "proposal") ) snprintf(buf, n, "%s", sc->isotropic ? "isotropic" : "laplace");
+  else if( !strcmp(name, "step") ) snprintf(buf, n, "%.17g", sc->eps0);
+  else if( !strcmp(name, "init") ) snprintf(buf, n, "%s", sc->init_map ? "map" : "laplace");
+  else if( !strcmp(name, "cache-mb") ) snprintf(buf, n, "%lld", (long long)sc->cache_mb);
+  else if( !strcmp(name, "scan-frac") ) snprintf(buf, n, "%.17g", sc->scan_frac);
+  else if( !strcmp(name, "checkpoint-every") ) snprintf(buf, n, "%lld", (long long)sc->ckpt_every);
+  else if( !strcmp(name, "full-logpost-every") ) snprintf(buf, n, "%lld", (long long)sc->full_every);
+  else if( !strcmp(name, "quiet") ) snprintf(buf, n, "%d", sc->quiet);
+}
+
+/* Store every option: as given on the command line (is_default 0) or as
+ * resolved from the defaults (is_default 1).  --resume replays the given
+ * ones plus the resolved seed and warm-up (a drawn seed, a derived warm-up
+ * must not be drawn or derived again). */
 static fly_rc store_config(fly_db *db, int64_t run_id, fly_args *a,
                            const sample_cfg *sc, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
-  char buf[64];
+  char buf[4096];
   fly_rc rc = fly_db_prepare(db, "INSERT INTO run_config(run_id, key, value, is_default) "
                              "VALUES (?1,?2,?3,?4)", &st, err);
   if( rc ) return rc;
   for(fly_opt *o = a->opts; o->name && rc == FLY_OK; o++){
     if( !strcmp(o->name, "resume") || !strcmp(o->name, "help") ) continue;
-    const char *v = o->set ? (o->value ? o->value : "1") : NULL;
-    if( !v ){
-      if( !strcmp(o->name, "seed") ){ snprintf(buf, sizeof buf, "%llu", (unsigned long long)sc->seed); v = buf; }
-      else if( !strcmp(o->name, "warmup") ){ snprintf(buf, sizeof buf, "%lld", (long long)sc->warmup); v = buf; }
-      else continue;
-    }
+    const char *v = buf;
+    if( o->set && o->kind != FLY_OPT_FLAG ) v = o->value;
+    else resolved(sc, o->name, buf, sizeof buf);
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, o->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, v, -1, SQLITE_TRANSIENT);
-    /* the drawn seed is pinned so --resume reuses it */
-    sqlite3_bind_int(st, 4, o->set ? 0 : !strcmp(o->name, "seed") ? 0 : 1);
+    sqlite3_bind_int(st, 4, o->set ? 0 : 1);
     if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "storing the run configuration");
     sqlite3_reset(st);
   }
@@ -280,7 +312,7 @@ static fly_rc load_config(fly_db *db, int64_t run_id, char ***argv_out, int *arg
   char **av = NULL;
   int ac = 0;
   fly_rc rc = fly_db_prepare(db, "SELECT key, value FROM run_config WHERE run_id=?1 "
-                             "AND is_default=0 ORDER BY key", &st, err);
+                             "AND (is_default=0 OR key IN ('seed', 'warmup')) ORDER BY key", &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, run_id);
   av = fly_alloc_array(2 * NOPTS + 1, sizeof *av);
@@ -294,8 +326,10 @@ static fly_rc load_config(fly_db *db, int64_t run_id, char ***argv_out, int *arg
     size_t n = strlen(k) + strlen(v) + 4;
     av[ac] = fly_alloc_array(n, 1);
     if( !av[ac] ){ rc = fly_fail(err, FLY_NOMEM, "resume"); break; }
-    if( o->kind == FLY_OPT_FLAG ) snprintf(av[ac], n, "--%s", k);
-    else snprintf(av[ac], n, "--%s=%s", k, v);
+    if( o->kind == FLY_OPT_FLAG ){
+      if( strcmp(v, "1") != 0 ){ fly_free(av[ac]); continue; }
+      snprintf(av[ac], n, "--%s", k);
+    }else snprintf(av[ac], n, "--%s=%s", k, v);
     ac++;
   }
   sqlite3_finalize(st);

@@ -140,6 +140,20 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
   return ev_reserve(c, cap, err);
 }
 
+/* Reads of one step share one read transaction: each page fetch outside a
+ * transaction would open and close its own (about 10 us each), and a
+ * transaction held across iterations would stop WAL checkpoints. */
+static void read_begin(fly_chain *c)
+{
+  if( c->db ) sqlite3_exec(fly_db_sqlite(c->db), "BEGIN", NULL, NULL, NULL);
+}
+
+static void read_end(fly_chain *c)
+{
+  if( c->db && !sqlite3_get_autocommit(fly_db_sqlite(c->db)) )
+    sqlite3_exec(fly_db_sqlite(c->db), "COMMIT", NULL, NULL, NULL);
+}
+
 /* ---- targets ---------------------------------------------------------- */
 
 static fly_rc nan_fail(fly_chain *c, fly_err *err, const char *what)
@@ -222,7 +236,9 @@ static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad
   fly_chain *c = ctx;
   double t0 = now();
   (void)grad;
+  if( !c->cfg->Xall ) read_begin(c);
   fly_rc rc = full_sum(c, th, lp, err);
+  read_end(c);
   if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
   c->n_lik += c->cfg->N;
   c->lp_new = *lp;
@@ -237,7 +253,9 @@ fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
   fly_rc rc = ev_reserve(c, CHUNK, err);
   if( rc == FLY_OK && !c->cfg->Xall && !c->data )
     rc = fly_fail(err, FLY_MISUSE, "no data handle for the full log posterior");
+  read_begin(c);
   if( rc == FLY_OK ) rc = full_sum(c, c->th, lp, err);
+  read_end(c);
   *seconds = now() - t0;
   return rc;
 }
@@ -393,19 +411,22 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
 static fly_rc z_implicit(fly_chain *c, fly_err *err)
 {
   double q = c->cfg->z_param, logq = log(q);
-  int64_t B_old = fly_bright_count(&c->br), nd = c->cfg->N - B_old;
+  int64_t B_old = fly_bright_count(&c->br), N = c->cfg->N;
   size_t k = 0;
   fly_rc rc;
 
-  /* Dark rows proposed bright with probability q, chosen by skipping. */
-  if( nd > 0 ){
-    uint64_t i = fly_rng_geometric(&c->rng, q);
-    while( i < (uint64_t)nd ){
-      if( (rc = add_cand(c, &k, fly_zset_ith_dark(c->br.z, (int64_t)i), q, err)) ) return rc;
-      uint64_t g = fly_rng_geometric(&c->rng, q);
-      if( g >= (uint64_t)nd ) break;
-      i += 1 + g;
-    }
+  /* Each dark row is proposed bright with probability q.  Candidates are
+   * drawn by skipping over row ids (bright ones are passed over), not over
+   * the zset's dark region: the draw then depends on the set of bright rows
+   * only, not on the order of the dark ones, which a checkpoint does not
+   * keep. */
+  uint64_t i = fly_rng_geometric(&c->rng, q);
+  while( i < (uint64_t)N ){
+    if( !fly_zset_is_bright(c->br.z, (int64_t)i) &&
+        (rc = add_cand(c, &k, (int64_t)i, q, err)) ) return rc;
+    uint64_t g = fly_rng_geometric(&c->rng, q);
+    if( g >= (uint64_t)N ) break;
+    i += 1 + g;
   }
   if( (rc = read_candidates(c, k, err)) ) return rc;
   for(size_t j = 0; j < k; j++){
@@ -591,7 +612,10 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
     }
   }
   reset_counters(c);
-  if( c->cfg->z != FLY_Z_REGULAR && (rc = scan_gibbs(c, err)) ) return rc;
+  read_begin(c);
+  if( c->cfg->z != FLY_Z_REGULAR ) rc = scan_gibbs(c, err);
+  read_end(c);
+  if( rc ) return rc;
   return refresh(c, err);
 }
 
@@ -601,12 +625,14 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
   fly_rc rc = FLY_OK;
   if( c->cfg->z != FLY_Z_REGULAR ){
     double t0 = now(), tr = c->t_read;
+    read_begin(c);
     switch( c->cfg->z ){
     case FLY_Z_EXPLICIT: rc = z_explicit(c, err); break;
     case FLY_Z_IMPLICIT: rc = z_implicit(c, err); break;
     case FLY_Z_GIBBS:    rc = z_gibbs(c, err); break;
     default:             rc = FLY_MISUSE; break;
     }
+    read_end(c);
     if( rc ) return rc;
     c->lp = c->base + bright_sum(c);
     c->t_z += (now() - t0) - (c->t_read - tr);
@@ -742,8 +768,11 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
   }
   /* Rebuild the block in the saved order: data from the store, gaps saved. */
   if( B ){
-    if( (rc = fly_pages_read_rows(c->data, rows, B, c->cX, err)) ) goto done;
-    if( (rc = fly_pages_read_rows(c->bnd, rows, B, c->cB, err)) ) goto done;
+    read_begin(c);
+    rc = fly_pages_read_rows(c->data, rows, B, c->cX, err);
+    if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, rows, B, c->cB, err);
+    read_end(c);
+    if( rc ) goto done;
   }
   {
     fly_zset *z = c->br.z;

@@ -345,9 +345,10 @@ static fly_rc seek_blob(fly_pages *p, int64_t k, fly_err *err)
     char what[64];
     snprintf(what, sizeof what, "opening the payload (row id %lld)",
              (long long)rowid);
-    fly_db_fail(p->db, err, what);
+    fly_rc rc = fly_db_fail(p->db, err, what);
     release(p);
-    return fly_err_prefix(err, "%s, page %lld", p->name, (long long)k);
+    fly_err_prefix(err, "%s, page %lld", p->name, (long long)k);
+    return rc;
   }
   return FLY_OK;
 }
@@ -383,8 +384,10 @@ static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
       if( buf != (void *)dst ){
         rc = fly_codec_decode((int)m->codec, buf, (size_t)nb, p->info.prec,
                               n_vals, dst, p->scratch, err);
-        if( rc ) return fly_err_prefix(err, "%s, page %lld", p->name,
-                                       (long long)k);
+        if( rc ){
+          fly_err_prefix(err, "%s, page %lld", p->name, (long long)k);
+          return rc;
+        }
       }
       p->st.page_reads++;
       p->st.decode_seconds += now_seconds() - t0;

@@ -9,13 +9,15 @@
  * output buffer has exactly n doubles, so AddressSanitizer sees any overrun.
  *
  * Properties: fly_codec_decode returns only FLY_OK or FLY_CORRUPT, and on
- * FLY_OK an f64 page re-encodes and decodes to the same bits.  Built with
+ * FLY_OK an f64 page re-encodes and decodes to the same bits; the payload's
+ * checksum (AVX2 XXH3 where available) equals libxxhash's XXH3_64bits.  Built with
  * -fsanitize=fuzzer it is a libFuzzer target; otherwise a replay main calls
  * LLVMFuzzerTestOneInput on each corpus file.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "store/codec.h"
 
@@ -30,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   const uint8_t *src = data + 2;
   size_t nb = size - 2;
   size_t n = k == 0 ? nb / (size_t)prec : k < 64 ? k : (size_t)(k - 63) * 512;
+
+  if( fly_codec_checksum(src, nb) != (uint64_t)XXH3_64bits(src, nb) ) abort();
 
   double *out = malloc((n ? n : 1) * sizeof *out);
   void *scratch = malloc(n ? n * (size_t)prec : 1);
