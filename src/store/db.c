@@ -208,9 +208,8 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
     rc = fly_db_exec(db, "PRAGMA synchronous=NORMAL", err);
   }
   if( rc == FLY_OK )
-    rc = fly_db_exec(db, (flags & FLY_DB_FAST) ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384"
-                         : "PRAGMA foreign_keys=ON; PRAGMA mmap_size=1099511627776;"
-                           "PRAGMA cache_size=-16384", err);
+    rc = fly_db_exec(db, (flags & FLY_DB_FAST) ? "PRAGMA foreign_keys=ON"
+                         : "PRAGMA foreign_keys=ON; PRAGMA mmap_size=1099511627776", err);
   if( rc ){
     /* A non-database file fails at the first statement that reads it. */
     if( sqlite3_errcode(db->h) == SQLITE_NOTADB )
@@ -219,6 +218,10 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
     goto done;
   }
   rc = check_identity(db, err);
+  /* After check_identity: a negative cache_size is turned into a page count
+   * with the page size of the moment, and a new file only now has its
+   * 64 KiB pages.  16 MiB of SQLite cache; decoded pages have their own. */
+  if( rc == FLY_OK ) rc = fly_db_exec(db, "PRAGMA cache_size=-16384", err);
   if( rc && (flags & FLY_DB_READONLY) &&
       sqlite3_extended_errcode(db->h) == SQLITE_READONLY_ROLLBACK ){
     /* A write was interrupted and left a hot journal: only a read-write
