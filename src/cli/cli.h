@@ -16,10 +16,13 @@ int fly_cmd_sample(int argc, char **argv);
 int fly_cmd_summary(int argc, char **argv);
 int fly_cmd_tune(int argc, char **argv);
 
-/* Print the posterior table of run_id (0: the latest) and store it in the
- * summary table. */
+typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
+
+/* Print the posterior table of run_id (0: the latest) in fmt and store it
+ * in the summary table.  Nothing is printed when it fails. */
 struct fly_db;
-fly_rc fly_summary_print(struct fly_db *db, int64_t run_id, fly_err *err);
+fly_rc fly_summary_print(struct fly_db *db, int64_t run_id, fly_format fmt,
+                         fly_err *err);
 
 /* Print "flydb: <message>" and return the exit code for rc (0 for FLY_OK,
  * 2 for FLY_MISUSE raised by argument checks is the caller's business). */

@@ -646,7 +646,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
         fprintf(stderr, "full-data log posterior every %lld iterations: %.2f s of chain time "
                 "(%.1f%% of the iteration loops)\n", (long long)sc.full_every, tf,
                 loop > 0 ? 100.0 * tf / (loop * (double)nstarted) : 0.0);
-      rc = fly_summary_print(db, run_id, &err);
+      rc = fly_summary_print(db, run_id, FLY_FMT_TABLE, &err);
     }
   }else if( run_id > 0 ){
     fly_err e2 = {0};
