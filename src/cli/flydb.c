@@ -19,6 +19,7 @@ typedef struct subcmd {
 static const subcmd cmds[] = {
   { "ingest",  fly_cmd_ingest,  "read a CSV file into a data set" },
   { "info",    fly_cmd_info,    "describe the data sets of a database" },
+  { "dump",    fly_cmd_dump,    "write a data set back out as CSV (exact values)" },
   { "tune",    fly_cmd_tune,    "tune the lower bounds (MAP, Laplace, xi, moments)" },
   { "sample",  fly_cmd_sample,  "run FlyMC (or --regular) chains and store the draws" },
   { "summary", fly_cmd_summary, "posterior table of a run: mean, sd, quantiles, ESS, R-hat" },

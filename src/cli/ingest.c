@@ -228,9 +228,14 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
         v = (double)f;
       }
       row[j] = v;
-      double d = v - cs[j].mean;
-      cs[j].mean += d / (double)(n + 1);
-      cs[j].m2 += d * (v - cs[j].mean);
+      /* Welford, in a form that cannot overflow to NaN for values near
+       * +-DBL_MAX (v - mean can exceed DBL_MAX; each quotient cannot).  m2
+       * may still reach +inf, which is stored as such: the sd is then too
+       * large for a double. */
+      double cnt = (double)(n + 1), old = cs[j].mean;
+      cs[j].mean = old + (v / cnt - old / cnt);
+      cs[j].m2 += (v - old) * (v - cs[j].mean);
+      if( isnan(cs[j].m2) ) cs[j].m2 = INFINITY;
       if( v < cs[j].min ) cs[j].min = v;
       if( v > cs[j].max ) cs[j].max = v;
     }

@@ -9,7 +9,8 @@ expect 0 "$FLYDB" ingest data.csv --db t.db
 err_has "3000 rows" "'data'"
 eq "dataset row" "$(q t.db "SELECT name, source, n_rows, width, n_features,
     has_intercept, target_name, page_rows, n_pages, prec FROM dataset")" \
-   "$(printf 'data\tdata.csv\t3000\t7\t6\t1\ty\t1024\t3\t8')"
+   "$(printf 'data\tdata.csv\t3000\t7\t6\t1\ty\t%d\t%d\t8' $((65400 / (7 * 8))) \
+      $(( (3000 + 65400 / (7 * 8) - 1) / (65400 / (7 * 8)) )))"
 check_stats t.db data data.csv "" 1 1e-9
 check_pages t.db data
 only_files . data.csv t.db
