@@ -14,8 +14,20 @@ EXT=$(dirname "$FLYDB")/../sqlext/flydb_ext
 TOY=$E2E/../../datasets/toy
 db=f.db
 
+# A module built with -fsanitize=address (the sanitizer build of the test
+# suite) can only be loaded into the stock sqlite3 shell with the sanitizer
+# runtimes preloaded; leaks of the shell itself are not ours to report.
+PRELOAD=
+if ldd "$EXT.so" 2> /dev/null | grep -q libasan; then
+  for lib in libasan.so libubsan.so; do
+    f=$(${CC:-cc} -print-file-name=$lib)
+    [ -f "$f" ] && PRELOAD="$PRELOAD $f"
+  done
+fi
+
 # x DB SQL: SQL with the extension loaded; stop at the first error.
 x() { printf '.load %s\n%s\n' "$EXT" "$2" |
+        LD_PRELOAD="${PRELOAD# }" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
         sqlite3 -batch -bail -noheader -separator "$(printf '\t')" "$1"; }
 
 expect 0 "$FLYDB" ingest "$TOY/tiny_logistic.csv" --db $db
