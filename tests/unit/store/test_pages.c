@@ -472,6 +472,8 @@ static void test_corruption(void)
     rc = fly_pages_read_rows(p, &id, 1, out, &err);
     TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, want),
            "flipped byte: read_rows FLY_CORRUPT (%s)", err.msg);
+    rc = fly_pages_read_page(p, 13, out, &nr, NULL);
+    TAP_OK(rc == FLY_CORRUPT, "flipped byte with err NULL: FLY_CORRUPT");
     const double *rows;
     rc = fly_pages_get(p, 13, &rows, &nr, &err);
     TAP_OK(rc == FLY_CORRUPT, "flipped byte: get FLY_CORRUPT");
@@ -490,6 +492,8 @@ static void test_corruption(void)
     rc = fly_pages_read_page(p, 4, out, &nr, &err);
     TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, "data set 2, page 4: lz4"),
            "truncated lz4: FLY_CORRUPT (%s)", err.msg);
+    rc = fly_pages_read_page(p, 4, out, &nr, NULL);
+    TAP_OK(rc == FLY_CORRUPT, "truncated lz4 with err NULL: still FLY_CORRUPT");
     id = 4 * P;
     rc = fly_pages_read_rows(p, &id, 1, out, &err);
     TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, "page 4"),
