@@ -13,6 +13,11 @@
 
 FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
                 liblz4-dev libxxhash-dev libopenblas-dev sqlite3)
+# What only the tests need: python3 (e2e checks), R with the posterior and
+# coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
+# reference numbers), rsvg-convert (renders the plots), clang (fuzzing).
+FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
+                     librsvg2-bin)
 
 flydb_missing_packages() {
   local p status
@@ -22,13 +27,15 @@ flydb_missing_packages() {
   done
 }
 
+# flydb_deps [test]: the build's packages, and with "test" the tests' too.
 flydb_deps() {
-  local missing sudo=()
+  local missing sudo=() pkgs=("${FLYDB_PACKAGES[@]}")
+  [ "${1:-}" = test ] && pkgs+=("${FLYDB_TEST_PACKAGES[@]}")
   if ! command -v dpkg-query >/dev/null 2>&1; then
-    echo "tools: no dpkg-query: not a Debian system; install by hand: ${FLYDB_PACKAGES[*]}" >&2
+    echo "tools: no dpkg-query: not a Debian system; install by hand: ${pkgs[*]}" >&2
     return 0
   fi
-  mapfile -t missing < <(flydb_missing_packages "${FLYDB_PACKAGES[@]}")
+  mapfile -t missing < <(flydb_missing_packages "${pkgs[@]}")
   [ "${#missing[@]}" -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
     if ! command -v sudo >/dev/null 2>&1; then

@@ -16,6 +16,8 @@ int fly_cmd_sample(int argc, char **argv);
 int fly_cmd_summary(int argc, char **argv);
 int fly_cmd_tune(int argc, char **argv);
 int fly_cmd_dump(int argc, char **argv);
+int fly_cmd_export(int argc, char **argv);
+int fly_cmd_plot(int argc, char **argv);
 
 typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 

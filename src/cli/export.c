@@ -3,9 +3,8 @@
  * run's draws as files that R, Python and spreadsheets read unchanged.
  *
  * --format cmdstan: one file per chain, DIR/<run>_chain<k>.csv (k from 1),
- * laid out as CmdStan's `sample` output so that cmdstanr's
- * read_cmdstan_csv() / as_cmdstan_fit(), ArviZ's from_cmdstan() and
- * cmdstanpy read it:
+ * laid out as CmdStan's `sample` output, for cmdstanr's read_cmdstan_csv()
+ * (and posterior's draws from it) and ArviZ's from_cmdstan():
  *   - '#' comment lines with CmdStan's "key = value" configuration (model
  *     flydb_<model>, method = sample, num_samples, num_warmup, save_warmup,
  *     thin, id = chain, data file, seed, output file) and flydb's own keys;
@@ -484,9 +483,9 @@ static fly_rc export_cmdstan(fly_db *db, const runinfo *ri, char **names, const 
     goto done;
   }
   if( Kw < full_w || Ks < full_s )
-    fprintf(stderr, "flydb export: warning: run %lld is %s and not every chain has "
-            "finished: exporting the first %lld%s post-warm-up draws of each chain\n",
-            (long long)ri->id, ri->status, (long long)Ks, warm ? " warm-up and" : "");
+    fprintf(stderr, "flydb export: warning: run %lld (%s): not every chain has all its "
+            "draws; exporting the first %lld post-warm-up draws of each chain\n",
+            (long long)ri->id, ri->status, (long long)Ks);
   /* header counts: ceil and floor of num / thin must both give the rows */
   int exact = Kw == full_w && Ks == full_s && ri->n_warmup % ri->thin == 0 &&
               ri->n_iters % ri->thin == 0;
@@ -538,8 +537,9 @@ done:
     fly_rc rc2 = out_finish(out, C, rc == FLY_OK, err);
     if( rc == FLY_OK ) rc = rc2;
     if( rc == FLY_OK ){
-      printf("run %lld: %zu chains x %lld draws%s, %zu parameters, CmdStan CSV:\n",
-             (long long)ri->id, C, (long long)Ks, warm ? " (+ warm-up)" : "", P);
+      printf("run %lld: %zu chain%s x %lld draws%s, %zu parameter%s, CmdStan CSV:\n",
+             (long long)ri->id, C, C == 1 ? "" : "s", (long long)Ks, warm ? " (+ warm-up)" : "",
+             P, P == 1 ? "" : "s");
       for(size_t c = 0; c < C; c++) printf("  %s\n", out[c].path);
     }
   }
@@ -614,8 +614,9 @@ done:
     if( rc == FLY_OK ) rc = rc2;
   }
   if( rc == FLY_OK )
-    printf("run %lld: %zu draws of %zu parameters (%zu chains), long and wide CSV:\n  %s\n  %s\n",
-           (long long)ri->id, n_rows, P, C, out[0].path, out[1].path);
+    printf("run %lld: %zu iterations x %zu parameter%s (%zu chain%s), long and wide CSV:\n"
+           "  %s\n  %s\n", (long long)ri->id, n_rows, P, P == 1 ? "" : "s", C, C == 1 ? "" : "s",
+           out[0].path, out[1].path);
   fly_free(th);
   return rc;
 }

@@ -23,6 +23,8 @@ static const subcmd cmds[] = {
   { "tune",    fly_cmd_tune,    "tune the lower bounds (MAP, Laplace, xi, moments)" },
   { "sample",  fly_cmd_sample,  "run FlyMC (or --regular) chains and store the draws" },
   { "summary", fly_cmd_summary, "posterior table of a run: mean, sd, quantiles, ESS, R-hat" },
+  { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
+  { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
   { NULL, NULL, NULL },
 };
 

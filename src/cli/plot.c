@@ -207,7 +207,7 @@ static void axes(fly_svg *s, const frame *f, int x_integer)
   fly_svg_rect(s, f->L, f->T, f->W, f->H, &box);
 }
 
-/* Title, subtitle and axis labels around frame f of a w x h picture. */
+/* Title, subtitle and axis labels around frame f. */
 static void labels(fly_svg *s, const frame *f, const char *title, const char *subtitle,
                    const char *xlabel, const char *ylabel)
 {
@@ -268,7 +268,7 @@ static void legend(fly_svg *s, const frame *f, size_t C, int pooled, double y)
  * height. */
 static double place(frame *f, double y0, size_t rows)
 {
-  f->T = y0 + (double)rows * LEGEND_DY + 10;
+  f->T = y0 + (double)rows * LEGEND_DY + 12;
   return f->T + f->H + 50;
 }
 
@@ -564,13 +564,13 @@ static fly_rc density_plot(plotter *pl, const char *file, const char *name, fly_
     if( n ) snprintf(sub, sizeof sub, "%zu post-warm-up draws, all equal to %.6g", n, lo);
     else snprintf(sub, sizeof sub, "no post-warm-up draws");
   }
-  rows = legend_rows(&f, per_chain ? C : 0, spread);
+  rows = legend_rows(&f, per_chain ? C : 0, per_chain);
   h = place(&f, stats[0] ? 56 : 42, rows);
   if( (rc = open_svg(pl, file, 520, h, title, &s, err)) ) return rc;
   axes(s, &f, 0);
   labels(s, &f, title, sub, name, "density");
   if( stats[0] ) fly_svg_text(s, f.L, 53, 11, FLY_SVG_START, 0, GREY, 0, "%s", stats);
-  legend(s, &f, per_chain ? C : 0, spread, (stats[0] ? 56 : 42) + LEGEND_DY);
+  legend(s, &f, per_chain ? C : 0, per_chain, (stats[0] ? 56 : 42) + LEGEND_DY);
   if( spread ){
     fly_svg_style band = { NULL, "#dbe6f1", 0, 0, NULL };
     fly_svg_style fill = { NULL, "#9ab8d8", 0, 0.35, NULL };
@@ -591,7 +591,7 @@ static fly_rc density_plot(plotter *pl, const char *file, const char *name, fly_
     fly_svg_path(s, pl->xs, pl->ys, G + 2, &fill);
     for(size_t c = 0; per_chain && c < C; c++){
       chain *ch = &pl->ch[c];
-      fly_svg_style st = { colours[c % N_COLOURS], NULL, 1.2, 0.9, NULL };
+      fly_svg_style st = { colours[c % N_COLOURS], NULL, 1.2, C > 4 ? 0.6 : 0.9, NULL };
       if( ch->n <= ch->n_warm ) continue;
       kde(pl, ch->x + ch->n_warm, ch->n - ch->n_warm, bw, cd);
       for(size_t i = 0; i < G; i++) pl->ys[i] = fy(&f, cd[i]);
