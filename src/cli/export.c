@@ -56,6 +56,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "outdir.h"
 #include "store/db.h"
 #include "util/mem.h"
 
@@ -121,26 +122,6 @@ static void put_comment_text(FILE *f, const char *s)
   for( ; *s; s++) fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
 }
 
-/* mkdir -p dir. */
-static fly_rc make_dir(const char *dir, fly_err *err)
-{
-  char p[PATH_CAP];
-  struct stat sb;
-  if( snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p )
-    return fly_fail(err, FLY_RANGE, "--out: path too long");
-  for(char *s = p + 1; ; s++){
-    if( *s != '/' && *s ) continue;
-    char c = *s;
-    *s = 0;
-    if( mkdir(p, 0777) != 0 && errno != EEXIST )
-      return fly_fail(err, FLY_IO, "cannot create directory %s: %s", p, strerror(errno));
-    *s = c;
-    if( !c ) break;
-  }
-  if( stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) )
-    return fly_fail(err, FLY_IO, "--out %s is not a directory", dir);
-  return FLY_OK;
-}
 
 /* ---- output files: written as <path>.tmp, renamed together at the end -- */
 
@@ -668,7 +649,7 @@ int fly_cmd_export(int argc, char **argv)
   fly_rc rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), FLY_DB_READONLY, &db, &err);
   if( rc == FLY_OK ) rc = load_run(db, run_id, &ri, &err);
   if( rc == FLY_OK ) rc = load_names(db, &ri, &names, &err);
-  if( rc == FLY_OK ) rc = make_dir(dir, &err);
+  if( rc == FLY_OK ) rc = fly_make_dir(dir, &err);
   if( rc == FLY_OK )
     rc = cmdstan ? export_cmdstan(db, &ri, names, dir, fly_args_set(&a, "warmup"), &err)
                  : export_csv(db, &ri, names, dir, fly_args_set(&a, "warmup"), &err);

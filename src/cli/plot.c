@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "outdir.h"
 #include "stats/stats.h"
 #include "store/db.h"
 #include "svg.h"
@@ -95,26 +96,6 @@ static void copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
   snprintf(dst, cap, "%s", s ? s : "");
 }
 
-/* mkdir -p dir. */
-static fly_rc make_dir(const char *dir, fly_err *err)
-{
-  char p[PATH_CAP];
-  struct stat sb;
-  if( snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p )
-    return fly_fail(err, FLY_RANGE, "--out: path too long");
-  for(char *s = p + 1; ; s++){
-    if( *s != '/' && *s ) continue;
-    char c = *s;
-    *s = 0;
-    if( mkdir(p, 0777) != 0 && errno != EEXIST )
-      return fly_fail(err, FLY_IO, "cannot create directory %s: %s", p, strerror(errno));
-    *s = c;
-    if( !c ) break;
-  }
-  if( stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) )
-    return fly_fail(err, FLY_IO, "--out %s is not a directory", dir);
-  return FLY_OK;
-}
 
 /* "p<k>_<name>" for parameter p: the name reduced to [A-Za-z0-9._-]. */
 static void file_stem(char *b, size_t cap, size_t p, size_t P, const char *name)
@@ -922,7 +903,7 @@ static fly_rc plot_run(plotter *pl, int64_t run_id, fly_err *err)
   if( (rc = load_run(pl, run_id, err)) ) return rc;
   if( (rc = load_names(pl, err)) ) return rc;
   if( (rc = load_iterations(pl, err)) ) return rc;
-  if( (rc = make_dir(pl->dir, err)) ) return rc;
+  if( (rc = fly_make_dir(pl->dir, err)) ) return rc;
   if( snprintf(path, sizeof path, "%s/index.html", pl->dir) >= (int)sizeof path )
     return fly_fail(err, FLY_RANGE, "--out: path too long");
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
