@@ -71,7 +71,7 @@ struct fly_chain {
   double    *L;               /* proposal shape (Cholesky of cov) or NULL */
   fly_bright br;
   /* evaluation buffers */
-  double    *logL, *logB, *work;
+  double    *logL, *logB, *work, *ones;
   size_t     ev_cap;
   /* candidates */
   int64_t   *cid;
@@ -115,7 +115,12 @@ static fly_rc ev_reserve(fly_chain *c, size_t n, fly_err *err)
   if( b ) c->logB = b;
   double *w = fly_realloc_array(c->work, wl ? wl : 1, sizeof(double));
   if( w ) c->work = w;
-  if( !a || !b || !w ) return fly_fail(err, FLY_NOMEM, "evaluation buffers (%zu rows)", cap);
+  double *o = fly_realloc_array(c->ones, cap, sizeof(double));
+  if( o ){
+    c->ones = o;
+    for(size_t i = 0; i < cap; i++) o[i] = 1.0;
+  }
+  if( !a || !b || !w || !o ) return fly_fail(err, FLY_NOMEM, "evaluation buffers (%zu rows)", cap);
   c->ev_cap = cap;
   return FLY_OK;
 }
@@ -169,9 +174,9 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
   const fly_model *m = c->m;
   size_t B = (size_t)fly_bright_count(&c->br);
   double t0 = now();
-  (void)grad;
-  double base = fly_model_log_prior(m, th, NULL)
-              + m->type->bound_sum(m, c->cfg->bounds->mom, th, NULL);
+  if( grad ) memset(grad, 0, c->P * sizeof *grad);
+  double base = fly_model_log_prior(m, th, grad)
+              + m->type->bound_sum(m, c->cfg->bounds->mom, th, grad);
   double sum = 0;
   if( B ){
     fly_rc rc = ev_reserve(c, B, err);
@@ -183,6 +188,16 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
       sum += fly_log_ltilde(g);
     }
     c->n_lik += (int64_t)B;
+    if( grad && sum > -INFINITY ){
+      /* d log Ltilde = d gap / (1 - exp(-gap)): weights on grad log L and
+       * grad log B (logL, logB are free again and hold the weights). */
+      for(size_t i = 0; i < B; i++){
+        double wl = 1.0 / fly_p_bright(c->br.gap_new[i]);
+        c->logL[i] = wl;
+        c->logB[i] = -wl;
+      }
+      m->type->grad(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, grad, c->work);
+    }
   }
   c->base_new = base;
   *lp = base + sum;
@@ -200,18 +215,21 @@ static void flymc_accept(void *ctx)
 
 /* log p(th) + sum over all rows of log L, from the in-memory block or by a
  * scan of the pages. */
-static fly_rc full_sum(fly_chain *c, const double *th, double *out, fly_err *err)
+static fly_rc full_sum(fly_chain *c, const double *th, double *out, double *grad,
+                       fly_err *err)
 {
   const fly_model *m = c->m;
   const fly_chain_cfg *cfg = c->cfg;
-  double sum = fly_model_log_prior(m, th, NULL);
+  if( grad ) memset(grad, 0, c->P * sizeof *grad);
+  double sum = fly_model_log_prior(m, th, grad);
   fly_rc rc;
   if( cfg->Xall ){
     for(int64_t r = 0; r < cfg->N; r += CHUNK){
       size_t n = (size_t)(cfg->N - r < CHUNK ? cfg->N - r : CHUNK);
-      m->type->eval(m, th, cfg->Xall + (size_t)r * c->W, c->W, NULL, n, c->logL,
-                    NULL, c->work);
+      const double *X = cfg->Xall + (size_t)r * c->W;
+      m->type->eval(m, th, X, c->W, NULL, n, c->logL, NULL, c->work);
       for(size_t i = 0; i < n; i++) sum += c->logL[i];
+      if( grad ) m->type->grad(m, th, X, c->W, NULL, n, c->ones, NULL, grad, c->work);
     }
   }else{
     const fly_pages_info *in = fly_pages_info_of(c->data);
@@ -221,8 +239,10 @@ static fly_rc full_sum(fly_chain *c, const double *th, double *out, fly_err *err
       double tr = now();
       if( (rc = fly_pages_get(c->data, pg, &rows, &n, err)) ) return rc;
       c->t_read += now() - tr;
+      if( (rc = ev_reserve(c, n, err)) ) return rc;
       m->type->eval(m, th, rows, c->W, NULL, n, c->logL, NULL, c->work);
       for(size_t i = 0; i < n; i++) sum += c->logL[i];
+      if( grad ) m->type->grad(m, th, rows, c->W, NULL, n, c->ones, NULL, grad, c->work);
     }
   }
   *out = sum;
@@ -235,9 +255,8 @@ static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad
 {
   fly_chain *c = ctx;
   double t0 = now();
-  (void)grad;
   if( !c->cfg->Xall ) read_begin(c);
-  fly_rc rc = full_sum(c, th, lp, err);
+  fly_rc rc = full_sum(c, th, lp, grad, err);
   read_end(c);
   if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
   c->n_lik += c->cfg->N;
@@ -254,7 +273,7 @@ fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
   if( rc == FLY_OK && !c->cfg->Xall && !c->data )
     rc = fly_fail(err, FLY_MISUSE, "no data handle for the full log posterior");
   read_begin(c);
-  if( rc == FLY_OK ) rc = full_sum(c, c->th, lp, err);
+  if( rc == FLY_OK ) rc = full_sum(c, c->th, lp, NULL, err);
   read_end(c);
   *seconds = now() - t0;
   return rc;
@@ -558,6 +577,7 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->logL);
   fly_free(c->logB);
   fly_free(c->work);
+  fly_free(c->ones);
   fly_free(c->cid);
   fly_free(c->cX);
   fly_free(c->cB);
@@ -568,6 +588,7 @@ void fly_chain_close(fly_chain *c)
 }
 
 const double *fly_chain_theta(const fly_chain *c) { return c->th; }
+struct fly_target *fly_chain_target(fly_chain *c) { return &c->tgt; }
 size_t fly_chain_dim(const fly_chain *c) { return c->P; }
 
 void fly_chain_times(const fly_chain *c, double *t_theta, double *t_z,

@@ -78,6 +78,11 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err);
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
 
 const double *fly_chain_theta(const fly_chain *c);
+/* The log density the theta kernel sees (FlyMC: log p(theta | z) with the
+ * current z; regular: the log posterior), with its gradient.  Borrowed,
+ * valid while the chain is open. */
+struct fly_target;
+struct fly_target *fly_chain_target(fly_chain *c);
 size_t        fly_chain_dim(const fly_chain *c);
 
 /* The exact full-data log posterior log p(theta) + sum_n log L_n(theta) at
