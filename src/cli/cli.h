@@ -18,6 +18,7 @@ int fly_cmd_tune(int argc, char **argv);
 int fly_cmd_dump(int argc, char **argv);
 int fly_cmd_export(int argc, char **argv);
 int fly_cmd_plot(int argc, char **argv);
+int fly_cmd_check(int argc, char **argv);
 
 typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 

@@ -25,6 +25,7 @@ static const subcmd cmds[] = {
   { "summary", fly_cmd_summary, "posterior table of a run: mean, sd, quantiles, ESS, R-hat" },
   { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
+  { "check",   fly_cmd_check,   "verify a database: SQLite, pages, statistics, bounds, runs" },
   { NULL, NULL, NULL },
 };
 

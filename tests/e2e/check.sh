@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# flydb check: a clean database (ingest, tune, sample) passes, with and
+# without --quick, and is left byte-identical with no -wal/-shm behind.
+# Then, each on a fresh copy damaged with sqlite3, the damage is reported on
+# one line naming the data set / bound set / run and the page, column,
+# moment or chain, with "1 problem found" and exit status 1: a flipped byte
+# in a data page and in a bound page, a missing page, a changed column mean,
+# a changed moment, a bound set left 'building', a truncated checkpoint,
+# draws of one chain deleted mid-run.  A newer schema version and files that
+# are not flydb databases are refused (exit 1); usage errors exit 2; and
+# `flydb sample` on a damaged data page fails naming the page.
+. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+
+TOY=$E2E/../../datasets/toy
+db=f.db
+# 2000 rows in 10 pages of 200 rows, so a page can go missing in the middle;
+# 2 chains x (100 warm-up + 200), thin 2: iterations 2, 4, .., 300.
+expect 0 "$FLYDB" ingest "$TOY/logistic.csv" --db $db --page-rows 200
+expect 0 "$FLYDB" sample --db $db --seed 11 --iters 200 --chains 2 --thin 2 \
+  --checkpoint-every 50 --quiet
+eq "pages" "$(q $db "SELECT count(*) FROM page")" 10
+eq "bound pages" "$(q $db "SELECT count(*) FROM bound_page")" 10
+eq "run" "$(q $db "SELECT id, status, thin FROM run")" "$(printf '1\tdone\t2')"
+
+# ---- a clean database ---------------------------------------------------
+cp $db clean.orig
+expect 0 "$FLYDB" check --db $db
+out_has "$db: no problems found (1 data set, 1 bound set, 1 run)"
+expect 0 "$FLYDB" check --db $db --quick
+out_has "no problems found" "quick"
+same_file $db clean.orig
+only_files . $db clean.orig
+rm clean.orig
+ok "a clean database passes (and --quick), left byte-identical, no -wal/-shm"
+
+# damaged NAME SQL: a copy of the clean database with SQL applied.
+damaged() {
+  cp $db "$1.db"
+  q "$1.db" "$2"
+}
+
+# flip TABLE WHERE: SQL that changes the middle byte of one payload.
+flip() {
+  local mid="length(payload) / 2"
+  echo "UPDATE $1 SET payload = CAST(substr(payload, 1, $mid - 1)
+          || CASE WHEN substr(payload, $mid, 1) = X'00' THEN X'01' ELSE X'00' END
+          || substr(payload, $mid + 1) AS BLOB) WHERE $2"
+}
+
+# reported DB STRING...: check fails with exit 1, one problem, every STRING
+# on stdout; --quick sees it too unless QUICK=0.
+reported() {
+  local d=$1
+  shift
+  expect 1 "$FLYDB" check --db "$d"
+  out_has "1 problem found" "$@"
+  ok "$d: $(head -n 1 "$T/out")"
+  if [ "${QUICK:-1}" = 1 ]; then
+    expect 1 "$FLYDB" check --db "$d" --quick
+    out_has "1 problem found" "$@"
+  else
+    expect 0 "$FLYDB" check --db "$d" --quick
+    out_has "no problems found"
+  fi
+}
+
+# ---- data pages ---------------------------------------------------------
+damaged pageflip "$(flip page "dataset_id = 1 AND page_no = 4")"
+eq "flipped payload size" "$(q pageflip.db "SELECT length(payload) FROM page WHERE page_no = 4")" \
+   "$(q $db "SELECT length(payload) FROM page WHERE page_no = 4")"
+[ "$(q pageflip.db "SELECT hex(payload) FROM page WHERE page_no = 4")" != \
+  "$(q $db "SELECT hex(payload) FROM page WHERE page_no = 4")" ] || fail "no byte flipped"
+reported pageflip.db "data set 'logistic' (id 1): page 4: checksum mismatch"
+
+damaged pagegone "DELETE FROM page WHERE dataset_id = 1 AND page_no = 4"
+reported pagegone.db "data set 'logistic' (id 1): page 4 is missing (rows 800..999)"
+
+damaged mean "UPDATE dataset_column SET mean = mean + 1e-6 WHERE dataset_id = 1 AND idx = 1"
+QUICK=0 reported mean.db "data set 'logistic' (id 1): column 1 ('x'): mean" "recomputed from the pages"
+
+# ---- bound sets ---------------------------------------------------------
+damaged moment "UPDATE moment SET value = value * 1.0001 WHERE bound_set_id = 1
+                AND name = 'S' AND i = 1 AND j = 1"
+QUICK=0 reported moment.db "bound set 1 (data set 'logistic'" "moment S[1,1] is" \
+  "recomputed" "from the data pages and the stored xi"
+
+damaged boundflip "$(flip bound_page "bound_set_id = 1 AND page_no = 5")"
+reported boundflip.db "bound set 1 (data set 'logistic'" "page 5: checksum mismatch"
+
+damaged building "UPDATE bound_set SET status = 'building' WHERE id = 1"
+reported building.db "bound set 1" "status 'building'"
+
+# ---- runs ---------------------------------------------------------------
+damaged ckpt "UPDATE checkpoint SET state = substr(state, 1, 60) WHERE run_id = 1 AND chain = 1"
+eq "truncated checkpoint" "$(q ckpt.db "SELECT length(state) FROM checkpoint WHERE chain = 1")" 60
+reported ckpt.db "run 1: chain 1: checkpoint of 60 bytes, too short"
+
+damaged draws "DELETE FROM draw WHERE run_id = 1 AND chain = 1 AND iter BETWEEN 100 AND 150"
+reported draws.db "run 1: chain 1: draw rows missing for iterations 100..150"
+
+# ---- refused files --------------------------------------------------------
+cp $db v99.db
+sqlite3 v99.db "PRAGMA user_version = 99"
+cp v99.db v99.orig
+expect 1 "$FLYDB" check --db v99.db
+err_has "v99.db" "schema version 99" "upgrade flydb"
+same_file v99.db v99.orig
+ok "user_version 99 refused: $(head -n 1 "$T/err")"
+
+printf 'hello, I am a text file, not a database\n' >text.db
+expect 1 "$FLYDB" check --db text.db
+err_has "text.db" "not a flydb database"
+ok "a text file refused: $(head -n 1 "$T/err")"
+
+sqlite3 other.db "CREATE TABLE t(x); INSERT INTO t VALUES (1);"
+expect 1 "$FLYDB" check --db other.db
+err_has "other.db" "not a flydb file"
+ok "another program's SQLite file refused: $(head -n 1 "$T/err")"
+
+: >empty.db
+expect 1 "$FLYDB" check --db empty.db
+err_has "empty.db" "not a flydb database"
+[ ! -s empty.db ] || fail "check wrote into empty.db"
+expect 1 "$FLYDB" check --db missing.db
+err_has "missing.db"
+[ ! -e missing.db ] || fail "check created missing.db"
+ok "an empty file and a missing one refused, neither written"
+
+expect 2 "$FLYDB" check --db $db --bogus
+err_has "--bogus"
+expect 2 "$FLYDB" check --db $db extra
+ok "usage errors exit 2"
+
+# ---- sample reads a damaged page ---------------------------------------
+expect 1 "$FLYDB" sample --db pageflip.db --seed 1 --iters 20 --regular --quiet
+err_has "data set 1, page 4: checksum mismatch"
+ok "sample --regular on a damaged page fails: $(head -n 1 "$T/err")"
+expect 1 "$FLYDB" sample --db pageflip.db --seed 1 --iters 20 --quiet
+err_has "page 4: checksum mismatch"
+ok "sample (gibbs) on a damaged page fails: $(head -n 1 "$T/err")"
