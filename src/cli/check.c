@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flymc/ckpt.h"
 #include "models/model.h"
 #include "store/codec.h"
 #include "store/db.h"
@@ -71,17 +72,6 @@
 #define SHOW_MAX     20            /* problem lines printed per object */
 #define MAX_SECTIONS 8             /* moment sections of a model */
 #define MAX_CHAINS   (1 << 20)     /* beyond this n_chains is corrupt */
-#define CKPT_MAGIC   0x43594c46u   /* "FLYC", as in flymc/chain.c */
-#define CKPT_VERSION 1u
-
-/* The checkpoint header written by fly_chain_save (flymc/chain.c), followed
- * by theta (P doubles) and B (row, gap) pairs of int64 + double. */
-typedef struct ckpt_head {
-  uint32_t magic, version, P, pad;
-  int64_t  B;                      /* bright rows */
-  double   lp, base, log_eps, n_adapt;
-  uint64_t rng[4];                 /* xoshiro256++ state */
-} ckpt_head;
 
 typedef struct checker {
   fly_db  *db;
@@ -987,84 +977,20 @@ static void check_params(checker *ck, const runinfo *r)
   sqlite3_finalize(st);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* A checkpoint blob, with the checks of fly_chain_restore. */
+/* A checkpoint blob: the checks of fly_chain_restore (the shared parser of
+ * flymc/ckpt.h), plus the run's kernel and mode. */
 static void check_ckpt(checker *ck, const runinfo *r, int64_t c,
                        const unsigned char *p, size_t len)
 {
-  ckpt_head h;
-  int64_t *rows = NULL;
-  size_t P = (size_t)r->P;
-
-  if( !p || len < sizeof h ){
-    problem(ck, "chain %lld: checkpoint of %zu bytes, too short for its "
-            "%zu-byte header", (long long)c, len, sizeof h);
+  fly_ckpt_view v;
+  fly_err e = {0};
+  if( fly_ckpt_parse(p, len, (size_t)r->P, r->N >= 0 ? r->N : 0, &v, &e) ){
+    problem(ck, "chain %lld: %s", (long long)c, e.msg);
     return;
   }
-  memcpy(&h, p, sizeof h);
-  if( h.magic != CKPT_MAGIC || h.version != CKPT_VERSION || h.P != P ){
-    problem(ck, "chain %lld: checkpoint has a bad header (magic %08x, "
-            "version %u, %u parameters; want %08x \"FLYC\", version %u, %zu "
-            "parameters)", (long long)c, h.magic, h.version, h.P, CKPT_MAGIC,
-            CKPT_VERSION, P);
-    return;
-  }
-  if( h.B < 0 || (r->N >= 0 && h.B > r->N) || (r->regular && h.B != 0) ){
-    problem(ck, "chain %lld: checkpoint holds %lld bright rows (the data set "
-            "has %lld rows%s)", (long long)c, (long long)h.B, (long long)r->N,
-            r->regular ? "; a regular run has none" : "");
-    return;
-  }
-  size_t want = sizeof h + P * sizeof(double)
-              + (size_t)h.B * (sizeof(int64_t) + sizeof(double));
-  if( len != want ){
-    problem(ck, "chain %lld: checkpoint of %zu bytes, want %zu (%zu "
-            "parameters, %lld bright rows)", (long long)c, len, want, P,
-            (long long)h.B);
-    return;
-  }
-  p += sizeof h;
-  for(size_t j = 0; j < P; j++){
-    double v;
-    memcpy(&v, p + j * sizeof v, sizeof v);
-    if( !isfinite(v) ){
-      problem(ck, "chain %lld: checkpoint theta[%zu] is %g", (long long)c, j, v);
-      break;
-    }
-  }
-  p += P * sizeof(double);
-  if( !(h.rng[0] | h.rng[1] | h.rng[2] | h.rng[3]) )
-    problem(ck, "chain %lld: checkpoint RNG state is all zero", (long long)c);
-  if( h.B == 0 ) return;
-  rows = fly_alloc_array((size_t)h.B, sizeof *rows);
-  if( !rows ){
-    problem(ck, "chain %lld: out of memory for %lld bright rows",
-            (long long)c, (long long)h.B);
-    return;
-  }
-  for(int64_t i = 0; i < h.B; i++){
-    memcpy(&rows[i], p + (size_t)i * 16, sizeof rows[i]);
-    if( rows[i] < 0 || (r->N >= 0 && rows[i] >= r->N) ){
-      problem(ck, "chain %lld: checkpoint bright row %lld out of range "
-              "(rows 0..%lld)", (long long)c, (long long)rows[i],
-              (long long)r->N - 1);
-      goto done;
-    }
-  }
-  qsort(rows, (size_t)h.B, sizeof *rows, cmp_i64);
-  for(int64_t i = 1; i < h.B; i++)
-    if( rows[i] == rows[i - 1] ){
-      problem(ck, "chain %lld: checkpoint lists bright row %lld twice",
-              (long long)c, (long long)rows[i]);
-      break;
-    }
-done:
-  fly_free(rows);
+  if( r->regular && v.head.B != 0 )
+    problem(ck, "chain %lld: checkpoint holds %lld bright rows; a regular run has none",
+            (long long)c, (long long)v.head.B);
 }
 
 /* Rows of table draw (is_draw) or iteration of chain c: exactly the

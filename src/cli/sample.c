@@ -42,6 +42,8 @@ typedef struct sample_cfg {
   uint64_t    seed;
   fly_zmode   z;
   double      z_param, fixed_xi, prior_scale, eps0, scan_frac;
+  fly_kernel  kernel;
+  int64_t     n_leap;
   int         fixed_bounds, isotropic, init_map, quiet;
 } sample_cfg;
 
@@ -140,8 +142,12 @@ static fly_opt sample_opts_tmpl[] = {
   { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
   { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
   { "prior-scale", FLY_OPT_VALUE, "sd of the N(0, s^2 I) prior (default 1)", 0, 0 },
-  { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's)", 0, 0 },
-  { "step", FLY_OPT_VALUE, "initial step size (default 2.38/sqrt(P); 0.01 isotropic)", 0, 0 },
+  { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc", 0, 0 },
+  { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
+  { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's): the "
+                               "kernel's preconditioner", 0, 0 },
+  { "step", FLY_OPT_VALUE, "initial step size (default by kernel; slice: interval "
+                           "width); adapted during warm-up", 0, 0 },
   { "init", FLY_OPT_VALUE, "laplace (default: a draw around the MAP) | map", 0, 0 },
   { "cache-mb", FLY_OPT_VALUE, "page cache per chain in MiB (default 256)", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
@@ -228,6 +234,14 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
         return fly_fail(err, FLY_MISUSE, "--z %.*s=X: X must be in (0, 1]", (int)n, s);
     }
   }
+  s = fly_args_str(a, "sampler", "mh");
+  int kern = fly_kernel_find(s);
+  if( kern < 0 )
+    return fly_fail(err, FLY_MISUSE, "--sampler: '%s' is not mh, mala, slice or hmc", s);
+  sc->kernel = (fly_kernel)kern;
+  if( (rc = fly_args_int(a, "leapfrog", 16, 1, 100000, &sc->n_leap, err)) ) return rc;
+  if( fly_args_set(a, "leapfrog") && sc->kernel != FLY_K_HMC )
+    return fly_fail(err, FLY_MISUSE, "--leapfrog is for --sampler hmc");
   s = fly_args_str(a, "proposal", "laplace");
   if( strcmp(s, "isotropic") == 0 ) sc->isotropic = 1;
   else if( strcmp(s, "laplace") != 0 )
@@ -266,6 +280,8 @@ static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n
     else snprintf(buf, n, "map");
   }
   else if( !strcmp(name, "prior-scale") ) snprintf(buf, n, "%.17g", sc->prior_scale);
+  else if( !strcmp(name, "sampler") ) snprintf(buf, n, "%s", fly_kernel_name(sc->kernel));
+  else if( !strcmp(name, "leapfrog") ) snprintf(buf, n, "%lld", (long long)sc->n_leap);
   else if( !strcmp(name, "proposal") ) snprintf(buf, n, "%s", sc->isotropic ? "isotropic" : "laplace");
   else if( !strcmp(name, "step") ) snprintf(buf, n, "%.17g", sc->eps0);
   else if( !strcmp(name, "init") ) snprintf(buf, n, "%s", sc->init_map ? "map" : "laplace");
@@ -399,7 +415,7 @@ static fly_rc create_run(fly_db *db, int64_t ds, int64_t bs, const sample_cfg *s
   if( rc ) return rc;
   rc = fly_db_prepare(db, "INSERT INTO run(dataset_id, bound_set_id, model, sampler, z_mode, "
       "n_chains, n_warmup, n_iters, thin, seed, n_params, status, version) VALUES "
-      "(?1,?2,'logistic','mh',?3,?4,?5,?6,?7,?8,?9,'running',?10)", &st, err);
+      "(?1,?2,'logistic',?11,?3,?4,?5,?6,?7,?8,?9,'running',?10)", &st, err);
   if( rc ) goto done;
   sqlite3_bind_int64(st, 1, ds);
   sqlite3_bind_int64(st, 2, bs);
@@ -411,6 +427,7 @@ static fly_rc create_run(fly_db *db, int64_t ds, int64_t bs, const sample_cfg *s
   sqlite3_bind_int64(st, 8, (int64_t)sc->seed);
   sqlite3_bind_int64(st, 9, (int64_t)P);
   sqlite3_bind_text(st, 10, FLYDB_VERSION, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 11, fly_kernel_name(sc->kernel), -1, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "creating the run"); goto done; }
   *run_id = sqlite3_last_insert_rowid(fly_db_sqlite(db));
   sqlite3_finalize(st);
@@ -525,7 +542,18 @@ static int run_sample(fly_args *a, int64_t resume_id)
   if( (rc = fly_tune_get(db, ds, &m, &to, &bs, &err)) ) goto done;
   if( (rc = fly_bounds_load(db, bs, &m, &bd, &err)) ) goto done;
   size_t P = m.type->n_params(&m);
-  if( sc.eps0 <= 0 ) sc.eps0 = sc.isotropic ? 0.01 : 2.38 / sqrt((double)P);
+  if( sc.eps0 <= 0 ){
+    /* Starting points for the warm-up adaptation, in the units each kernel
+     * uses (with Laplace preconditioning: posterior sds). */
+    double d = (double)P;
+    switch( sc.kernel ){
+    case FLY_K_MALA:  sc.eps0 = 1.65 * pow(d, -1.0 / 6); break;   /* Roberts & Rosenthal */
+    case FLY_K_SLICE: sc.eps0 = 2.0; break;                        /* ~2 sds */
+    case FLY_K_HMC:   sc.eps0 = 1.0 / sqrt((double)sc.n_leap); break;
+    default:          sc.eps0 = 2.38 / sqrt(d); break;              /* Gelman et al. */
+    }
+    if( sc.isotropic ) sc.eps0 *= 0.01;
+  }
 
   if( sc.z == FLY_Z_GIBBS ){
     fly_pages *bp = NULL;
@@ -549,7 +577,10 @@ static int run_sample(fly_args *a, int64_t resume_id)
   cc.z_param = sc.z_param;
   cc.scan_frac = sc.scan_frac;
   cc.isotropic = sc.isotropic;
+  cc.kernel = sc.kernel;
   cc.eps0 = sc.eps0;
+  cc.n_warmup = sc.warmup;
+  cc.n_leap = (int)sc.n_leap;
   cc.init_map = sc.init_map;
   cc.cache_bytes = (size_t)sc.cache_mb << 20;
 

@@ -43,7 +43,11 @@
 #include <time.h>
 
 #include "flymc/bright.h"
+#include "flymc/ckpt.h"
+#include "samplers/hmc.h"
+#include "samplers/mala.h"
 #include "samplers/mh.h"
+#include "samplers/slice.h"
 #include "samplers/target.h"
 #include "store/db.h"
 #include "store/pages.h"
@@ -51,8 +55,6 @@
 #include "util/rng.h"
 
 #define CHUNK 4096            /* rows per model evaluation in regular mode */
-#define CKPT_MAGIC 0x43594c46u /* "FLYC" */
-#define CKPT_VERSION 1u
 
 struct fly_chain {
   const fly_chain_cfg *cfg;
@@ -62,7 +64,10 @@ struct fly_chain {
   fly_db    *db;
   fly_pages *data, *bnd;
   fly_rng    rng;
-  fly_mh     mh;
+  fly_mh     mh;            /* the theta kernel in use is cfg->kernel */
+  fly_mala   mala;
+  fly_slice  slice;
+  fly_hmc    hmc;
   fly_target tgt;
   double    *th;              /* current theta */
   double     lp;              /* log density of the current state */
@@ -83,6 +88,20 @@ struct fly_chain {
   int        scanned;
   double     t_theta, t_z, t_read;
 };
+
+static const char *const kernel_names[] = { "mh", "mala", "slice", "hmc" };
+
+const char *fly_kernel_name(fly_kernel k)
+{
+  return (unsigned)k < sizeof kernel_names / sizeof kernel_names[0] ? kernel_names[k] : "?";
+}
+
+int fly_kernel_find(const char *name)
+{
+  for(size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++)
+    if( strcmp(kernel_names[i], name) == 0 ) return (int)i;
+  return -1;
+}
 
 const char *fly_zmode_name(fly_zmode z)
 {
@@ -551,7 +570,20 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   if( !c->th ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
   if( (rc = ev_reserve(c, CHUNK, err)) ) goto done;
   c->L = cfg->isotropic ? NULL : cfg->bounds->chol_cov;
-  if( (rc = fly_mh_init(&c->mh, c->P, c->L, cfg->eps0, err)) ) goto done;
+  switch( cfg->kernel ){
+  case FLY_K_MH:    rc = fly_mh_init(&c->mh, c->P, c->L, cfg->eps0, err); break;
+  case FLY_K_MALA:  rc = fly_mala_init(&c->mala, c->P, c->L, cfg->eps0, err); break;
+  case FLY_K_SLICE: rc = fly_slice_init(&c->slice, c->P, c->L, cfg->eps0, err); break;
+  case FLY_K_HMC:
+    rc = fly_hmc_init(&c->hmc, c->P, c->L, cfg->eps0, err);
+    if( rc == FLY_OK ){
+      c->hmc.n_leap = cfg->n_leap > 0 ? (size_t)cfg->n_leap : c->hmc.n_leap;
+      c->hmc.n_warmup = (size_t)cfg->n_warmup;
+    }
+    break;
+  default: rc = fly_fail(err, FLY_MISUSE, "unknown theta kernel %d", (int)cfg->kernel);
+  }
+  if( rc ) goto done;
   c->tgt.ctx = c;
   c->tgt.P = c->P;
   c->tgt.logp = cfg->z == FLY_Z_REGULAR ? regular_logp : flymc_logp;
@@ -569,6 +601,9 @@ void fly_chain_close(fly_chain *c)
 {
   if( !c ) return;
   fly_mh_free(&c->mh);
+  fly_mala_free(&c->mala);
+  fly_slice_free(&c->slice);
+  fly_hmc_free(&c->hmc);
   fly_bright_free(&c->br);
   fly_pages_close(c->data);
   fly_pages_close(c->bnd);
@@ -640,6 +675,14 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
   return refresh(c, err);
 }
 
+/* The z step changed the target under the current point: gradient kernels
+ * must not reuse their cached log density and gradient. */
+static void kernel_invalidate(fly_chain *c)
+{
+  if( c->cfg->kernel == FLY_K_MALA ) fly_mala_invalidate(&c->mala);
+  if( c->cfg->kernel == FLY_K_HMC ) fly_hmc_invalidate(&c->hmc);
+}
+
 /* The z step of the current mode, then the log density of the new state. */
 static fly_rc zstep(fly_chain *c, fly_err *err)
 {
@@ -656,6 +699,7 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
     read_end(c);
     if( rc ) return rc;
     c->lp = c->base + bright_sum(c);
+    kernel_invalidate(c);
     c->t_z += (now() - t0) - (c->t_read - tr);
   }
   return rc;
@@ -674,13 +718,38 @@ static void fill_stats(fly_chain *c, int acc, double eps, fly_iter_stats *s)
   s->scanned = c->scanned;
 }
 
+/* The step size (slice: interval width) the next theta step uses. */
+static double kernel_eps(const fly_chain *c, int adapt)
+{
+  switch( c->cfg->kernel ){
+  case FLY_K_MALA:  return fly_mala_eps(&c->mala);
+  case FLY_K_SLICE: return c->slice.st.w;
+  case FLY_K_HMC:   return fly_hmc_eps(&c->hmc, adapt);
+  default:          return exp(c->mh.st.log_eps);
+  }
+}
+
+static fly_rc theta_step(fly_chain *c, int adapt, int *acc, fly_err *err)
+{
+  switch( c->cfg->kernel ){
+  case FLY_K_MALA:
+    return fly_mala_step(&c->mala, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
+  case FLY_K_SLICE:
+    return fly_slice_step(&c->slice, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
+  case FLY_K_HMC:
+    return fly_hmc_step(&c->hmc, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
+  default:
+    return fly_mh_step(&c->mh, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
+  }
+}
+
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
 {
   fly_rc rc;
   int acc = 0;
-  double eps = exp(c->mh.st.log_eps);
+  double eps = kernel_eps(c, adapt);
   reset_counters(c);
-  rc = fly_mh_step(&c->mh, &c->tgt, &c->rng, c->th, &c->lp, adapt, &acc, err);
+  rc = theta_step(c, adapt, &acc, err);
   if( rc == FLY_OK ) rc = zstep(c, err);
   if( rc ) return rc;
   fill_stats(c, acc, eps, s);
@@ -692,6 +761,7 @@ fly_rc fly_chain_set_theta(fly_chain *c, const double *th, fly_err *err)
 {
   memcpy(c->th, th, c->P * sizeof *th);
   reset_counters(c);
+  kernel_invalidate(c);
   return refresh(c, err);
 }
 
@@ -700,7 +770,7 @@ fly_rc fly_chain_zstep(fly_chain *c, fly_iter_stats *s, fly_err *err)
   reset_counters(c);
   fly_rc rc = zstep(c, err);
   if( rc ) return rc;
-  fill_stats(c, 0, exp(c->mh.st.log_eps), s);
+  fill_stats(c, 0, kernel_eps(c, 0), s);
   return FLY_OK;
 }
 
@@ -711,37 +781,42 @@ int fly_chain_is_bright(const fly_chain *c, int64_t n)
 
 /* ---- checkpoints ------------------------------------------------------ */
 
-typedef struct ckpt_head {
-  uint32_t magic, version, P, pad;
-  int64_t  B;
-  double   lp, base, log_eps, n_adapt;
-  uint64_t rng[4];
-} ckpt_head;
+static size_t kernel_state_size(const fly_chain *c)
+{
+  switch( c->cfg->kernel ){
+  case FLY_K_MALA:  return fly_mala_ckpt_size(&c->mala);
+  case FLY_K_SLICE: return sizeof c->slice.st;
+  case FLY_K_HMC:   return fly_hmc_ckpt_size(&c->hmc);
+  default:          return sizeof c->mh.st;
+  }
+}
 
 fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err)
 {
-  ckpt_head h;
+  fly_ckpt_head h;
+  unsigned char *rows, *ks;
   memset(&h, 0, sizeof h);
-  h.magic = CKPT_MAGIC;
-  h.version = CKPT_VERSION;
+  h.magic = FLY_CKPT_MAGIC;
+  h.version = FLY_CKPT_VERSION;
   h.P = (uint32_t)c->P;
+  h.kernel = (uint32_t)c->cfg->kernel;
   h.B = c->cfg->z == FLY_Z_REGULAR ? 0 : fly_bright_count(&c->br);
+  h.klen = kernel_state_size(c);
   h.lp = c->lp;
   h.base = c->base;
-  h.log_eps = c->mh.st.log_eps;
-  h.n_adapt = c->mh.st.n_adapt;
   memcpy(h.rng, c->rng.s, sizeof h.rng);
-  size_t n = sizeof h + c->P * sizeof(double) + (size_t)h.B * (sizeof(int64_t) + sizeof(double));
+  size_t n = fly_ckpt_size(c->P, (size_t)h.klen, h.B);
   unsigned char *p = fly_alloc_array(n, 1);
   if( !p ) return fly_fail(err, FLY_NOMEM, "checkpoint of %zu bytes", n);
-  unsigned char *q = p;
-  memcpy(q, &h, sizeof h); q += sizeof h;
-  memcpy(q, c->th, c->P * sizeof(double)); q += c->P * sizeof(double);
-  for(int64_t i = 0; i < h.B; i++){
-    int64_t row = fly_zset_ith_bright(c->br.z, i);
-    memcpy(q, &row, sizeof row); q += sizeof row;
-    memcpy(q, &c->br.gap[i], sizeof(double)); q += sizeof(double);
+  ks = fly_ckpt_write(p, &h, c->th, &rows);
+  switch( c->cfg->kernel ){
+  case FLY_K_MALA:  fly_mala_ckpt_save(&c->mala, ks); break;
+  case FLY_K_SLICE: memcpy(ks, &c->slice.st, sizeof c->slice.st); break;
+  case FLY_K_HMC:   fly_hmc_ckpt_save(&c->hmc, ks); break;
+  default:          memcpy(ks, &c->mh.st, sizeof c->mh.st); break;
   }
+  for(int64_t i = 0; i < h.B; i++)
+    fly_ckpt_put_row(rows, i, fly_zset_ith_bright(c->br.z, i), c->br.gap[i]);
   *blob = p;
   *len = n;
   return FLY_OK;
@@ -749,44 +824,35 @@ fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err
 
 fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *err)
 {
-  ckpt_head h;
-  const unsigned char *q = blob;
+  fly_ckpt_view v;
   int64_t *rows = NULL;
-  fly_rc rc = FLY_OK;
-  if( len < sizeof h ) return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: "
-                                       "%zu bytes, too short", c->id + 1, len);
-  memcpy(&h, q, sizeof h); q += sizeof h;
-  if( h.magic != CKPT_MAGIC || h.version != CKPT_VERSION || h.P != c->P )
-    return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: bad header "
-                    "(magic %08x, version %u, %u parameters, expected %zu)",
-                    c->id + 1, h.magic, h.version, h.P, c->P);
-  if( h.B < 0 || h.B > c->cfg->N || (c->cfg->z == FLY_Z_REGULAR && h.B != 0) ||
-      len != sizeof h + c->P * sizeof(double) +
-             (size_t)h.B * (sizeof(int64_t) + sizeof(double)) )
-    return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: %zu bytes do not "
-                    "hold %lld bright rows", c->id + 1, len, (long long)h.B);
-  memcpy(c->th, q, c->P * sizeof(double)); q += c->P * sizeof(double);
-  c->lp = h.lp;
-  c->base = h.base;
-  c->mh.st.log_eps = h.log_eps;
-  c->mh.st.n_adapt = h.n_adapt;
-  memcpy(c->rng.s, h.rng, sizeof h.rng);
+  fly_rc rc = fly_ckpt_parse(blob, len, c->P, c->cfg->N, &v, err);
+  if( rc ) return fly_err_prefix(err, "chain %d", c->id + 1);
+  if( v.head.kernel != (uint32_t)c->cfg->kernel || v.head.klen != kernel_state_size(c) ||
+      (c->cfg->z == FLY_Z_REGULAR && v.head.B != 0) )
+    return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: written by kernel %u with "
+                    "%llu bytes of state and %lld bright rows, not this run's %s",
+                    c->id + 1, v.head.kernel, (unsigned long long)v.head.klen,
+                    (long long)v.head.B, fly_kernel_name(c->cfg->kernel));
+  memcpy(c->th, v.theta, c->P * sizeof(double));
+  c->lp = v.head.lp;
+  c->base = v.head.base;
+  memcpy(c->rng.s, v.head.rng, sizeof v.head.rng);
+  switch( c->cfg->kernel ){
+  case FLY_K_MALA:  rc = fly_mala_ckpt_load(&c->mala, v.kstate, (size_t)v.head.klen, err); break;
+  case FLY_K_SLICE: memcpy(&c->slice.st, v.kstate, sizeof c->slice.st); break;
+  case FLY_K_HMC:   rc = fly_hmc_ckpt_load(&c->hmc, v.kstate, (size_t)v.head.klen, err); break;
+  default:          memcpy(&c->mh.st, v.kstate, sizeof c->mh.st); break;
+  }
+  if( rc ) return fly_err_prefix(err, "checkpoint of chain %d", c->id + 1);
   if( c->cfg->z == FLY_Z_REGULAR ) return FLY_OK;
 
-  size_t B = (size_t)h.B;
+  size_t B = (size_t)v.head.B;
   rows = fly_alloc_array(B ? B : 1, sizeof *rows);
   if( !rows ) return fly_fail(err, FLY_NOMEM, "checkpoint restore");
   if( (rc = cand_reserve(c, B, err)) ) goto done;
   if( (rc = fly_bright_reserve(&c->br, B, err)) ) goto done;
-  for(size_t i = 0; i < B; i++){
-    memcpy(&rows[i], q, sizeof(int64_t)); q += sizeof(int64_t);
-    memcpy(&c->cgap[i], q, sizeof(double)); q += sizeof(double);
-    if( rows[i] < 0 || rows[i] >= c->cfg->N ){
-      rc = fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: row %lld out of range",
-                    c->id + 1, (long long)rows[i]);
-      goto done;
-    }
-  }
+  for(size_t i = 0; i < B; i++) fly_ckpt_row(&v, (int64_t)i, &rows[i], &c->cgap[i]);
   /* Rebuild the block in the saved order: data from the store, gaps saved. */
   if( B ){
     read_begin(c);
@@ -795,12 +861,9 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
     read_end(c);
     if( rc ) goto done;
   }
-  {
-    fly_zset *z = c->br.z;
-    if( (rc = fly_zset_set_bright(z, rows, (int64_t)B, err)) ){
-      fly_err_prefix(err, "checkpoint of chain %d", c->id + 1);
-      goto done;
-    }
+  if( (rc = fly_zset_set_bright(c->br.z, rows, (int64_t)B, err)) ){
+    fly_err_prefix(err, "checkpoint of chain %d", c->id + 1);
+    goto done;
   }
   for(size_t i = 0; i < B; i++){
     memcpy(c->br.X + i * c->W, c->cX + i * c->W, c->W * sizeof(double));

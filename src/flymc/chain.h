@@ -32,6 +32,17 @@ typedef enum {
 
 const char *fly_zmode_name(fly_zmode z);
 
+typedef enum {           /* the theta kernel (src/samplers) */
+  FLY_K_MH = 0,          /* random-walk Metropolis-Hastings */
+  FLY_K_MALA,            /* Metropolis-adjusted Langevin */
+  FLY_K_SLICE,           /* slice sampling along random directions */
+  FLY_K_HMC,             /* Hamiltonian Monte Carlo, fixed leapfrog steps */
+} fly_kernel;
+
+const char *fly_kernel_name(fly_kernel k);
+/* The kernel called name ("mh", ...); -1 if none. */
+int         fly_kernel_find(const char *name);
+
 typedef struct fly_chain_cfg {
   const char        *db_path;
   int64_t            dataset_id;
@@ -46,7 +57,10 @@ typedef struct fly_chain_cfg {
   double             z_param;    /* explicit: fraction; implicit: q_db */
   double             scan_frac;  /* gibbs: full scan when E[candidates] > scan_frac N */
   int                isotropic;  /* proposals N(0, eps^2 I) instead of Laplace-shaped */
-  double             eps0;       /* initial step size */
+  fly_kernel         kernel;     /* theta kernel */
+  double             eps0;       /* initial step size (slice: interval width) */
+  int64_t            n_warmup;   /* warm-up iterations (HMC's adaptation windows) */
+  int                n_leap;     /* HMC leapfrog steps */
   int                init_map;   /* start at the MAP instead of a Laplace draw */
   size_t             cache_bytes;
 } fly_chain_cfg;

@@ -299,3 +299,16 @@ else
   kill_test "explicit" 1 "${BASE[@]}" --z explicit=0.2
   kill_test "implicit" 1 "${BASE[@]}" --z implicit
 fi
+
+# ---- SIGKILL with the other theta kernels (their adaptation state and
+# cached gradients travel in the checkpoint) --------------------------------
+if [ $accurate = 1 ]; then
+  kill_test "mala, gibbs" 3 "${BASE[@]}" --sampler mala
+  kill_test "slice, implicit" 3 "${BASE[@]}" --sampler slice --z implicit
+  kill_test "hmc, regular" 3 "${BASE[@]}" --sampler hmc --regular
+  kill_test "hmc, gibbs" 3 "${BASE[@]}" --sampler hmc
+else
+  kill_test "mala, gibbs" 1 "${BASE[@]}" --sampler mala
+  kill_test "slice, implicit" 1 "${BASE[@]}" --sampler slice --z implicit
+  kill_test "hmc, gibbs" 1 "${BASE[@]}" --sampler hmc
+fi

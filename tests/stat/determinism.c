@@ -75,9 +75,16 @@ int main(int argc, char **argv)
   static const char *const gibbs[] = { "--z", "gibbs", NULL };
   static const char *const implicit[] = { "--z", "implicit=0.2", NULL };
   static const char *const expl[] = { "--bounds", "fixed", "--z", "explicit=0.1", NULL };
+  static const char *const mala[] = { "--sampler", "mala", "--z", "gibbs", NULL };
+  static const char *const slice[] = { "--sampler", "slice", "--z", "implicit=0.2", NULL };
+  static const char *const hmc[] = { "--sampler", "hmc", "--regular", NULL };
+  static const char *const hmcz[] = { "--sampler", "hmc", "--bounds", "fixed", "--z",
+                                      "explicit=0.1", NULL };
   struct { const char *name; const char *const *args; } modes[] = {
     { "regular", regular }, { "gibbs", gibbs }, { "implicit=0.2", implicit },
-    { "explicit=0.1 (fixed bounds)", expl },
+    { "explicit=0.1 (fixed bounds)", expl }, { "mala, gibbs", mala },
+    { "slice, implicit=0.2", slice }, { "hmc, regular", hmc },
+    { "hmc, explicit=0.1 (fixed bounds)", hmcz },
   };
   fly_rng rng;
 

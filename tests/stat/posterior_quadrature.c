@@ -20,7 +20,8 @@
  *
  * Then `flydb ingest` and `flydb sample` run --regular, --z gibbs,
  * implicit=0.1, explicit=0.2 (MAP bounds) and --bounds fixed with
- * implicit=0.1 and explicit=0.3 (2 chains each), and for each coefficient
+ * implicit=0.1 and explicit=0.3 (2 chains each), then MALA, slice and HMC
+ * under --regular, gibbs and fixed-bound implicit, and for each coefficient
  * the post-warm-up draws must satisfy
  *   |mean - truth| <= 4 mcse_mean  and  |sd - truth_sd| <= 4 mcse_sd,
  * the MCSEs estimated from the chains (statutil.h gives the definitions).
@@ -121,7 +122,7 @@ static void grid_moments(const double *lp, double lpmax, const double m[2],
 
 typedef struct mode {
   const char *name;
-  const char *args[6];
+  const char *args[8];
 } mode;
 
 static const mode modes[] = {
@@ -131,6 +132,16 @@ static const mode modes[] = {
   { "explicit=0.2 (MAP bounds)",   { "--z", "explicit=0.2", NULL } },
   { "implicit=0.1 (fixed bounds)", { "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
   { "explicit=0.3 (fixed bounds)", { "--bounds", "fixed", "--z", "explicit=0.3", NULL } },
+  /* the other theta kernels, under --regular and under FlyMC */
+  { "mala, regular",               { "--sampler", "mala", "--regular", NULL } },
+  { "mala, gibbs",                 { "--sampler", "mala", "--z", "gibbs", NULL } },
+  { "mala, implicit (fixed)",      { "--sampler", "mala", "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
+  { "slice, regular",              { "--sampler", "slice", "--regular", NULL } },
+  { "slice, gibbs",                { "--sampler", "slice", "--z", "gibbs", NULL } },
+  { "slice, implicit (fixed)",     { "--sampler", "slice", "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
+  { "hmc, regular",                { "--sampler", "hmc", "--regular", NULL } },
+  { "hmc, gibbs",                  { "--sampler", "hmc", "--z", "gibbs", NULL } },
+  { "hmc, implicit (fixed)",       { "--sampler", "hmc", "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
 };
 
 int main(int argc, char **argv)
