@@ -24,6 +24,7 @@
 #include "flymc/buckets.h"
 #include "flymc/chain.h"
 #include "models/model.h"
+#include "modelopt.h"
 #include "progress.h"
 #include "store/db.h"
 #include "store/pages.h"
@@ -41,7 +42,8 @@ typedef struct sample_cfg {
   int64_t     iters, warmup, chains, thin, ckpt_every, cache_mb, full_every;
   uint64_t    seed;
   fly_zmode   z;
-  double      z_param, fixed_xi, prior_scale, eps0, scan_frac;
+  double      z_param, fixed_xi, eps0, scan_frac;
+  fly_model   m;            /* resolved against the data set in run_sample */
   fly_kernel  kernel;
   int64_t     n_leap;
   int         fixed_bounds, isotropic, init_map, quiet;
@@ -131,7 +133,7 @@ done:
 static fly_opt sample_opts_tmpl[] = {
   { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
   { "data", FLY_OPT_VALUE, "data set name (default: the only one)", 0, 0 },
-  { "model", FLY_OPT_VALUE, "logistic (default)", 0, 0 },
+  FLY_MODEL_OPTS,
   { "iters", FLY_OPT_VALUE, "post-warm-up iterations per chain (default 1000)", 0, 0 },
   { "warmup", FLY_OPT_VALUE, "warm-up iterations (default iters/2)", 0, 0 },
   { "chains", FLY_OPT_VALUE, "number of chains, run in parallel (default 2)", 0, 0 },
@@ -141,7 +143,6 @@ static fly_opt sample_opts_tmpl[] = {
                         "with MAP bounds, implicit=0.1 with fixed)", 0, 0 },
   { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
   { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
-  { "prior-scale", FLY_OPT_VALUE, "sd of the N(0, s^2 I) prior (default 1)", 0, 0 },
   { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc", 0, 0 },
   { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
   { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's): the "
@@ -172,9 +173,6 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   memset(sc, 0, sizeof *sc);
   sc->db_path = fly_args_str(a, "db", "flydb.db");
   sc->data = fly_args_str(a, "data", NULL);
-  s = fly_args_str(a, "model", "logistic");
-  if( strcmp(s, "logistic") != 0 )
-    return fly_fail(err, FLY_MISUSE, "--model: '%s' is not a model (logistic)", s);
   if( (rc = fly_args_int(a, "iters", 1000, 1, INT64_C(1) << 40, &sc->iters, err)) ) return rc;
   if( (rc = fly_args_int(a, "warmup", sc->iters / 2, 0, INT64_C(1) << 40, &sc->warmup, err)) ) return rc;
   if( (rc = fly_args_int(a, "chains", 2, 1, 64, &sc->chains, err)) ) return rc;
@@ -185,7 +183,6 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   if( sc->full_every > 0 && sc->full_every % sc->thin != 0 )
     return fly_fail(err, FLY_MISUSE, "--full-logpost-every must be a multiple of --thin "
                     "(only kept iterations are stored)");
-  if( (rc = fly_args_real(a, "prior-scale", 1.0, 1e-12, 1e12, &sc->prior_scale, err)) ) return rc;
   if( (rc = fly_args_real(a, "scan-frac", 0.25, 0.0, 1e9, &sc->scan_frac, err)) ) return rc;
   int64_t seed;
   if( (rc = fly_args_int(a, "seed", -1, 0, INT64_MAX, &seed, err)) ) return rc;
@@ -261,9 +258,9 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
 static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n)
 {
   buf[0] = 0;
+  if( fly_modelopt_value(&sc->m, name, buf, n) ) return;
   if( !strcmp(name, "db") ) snprintf(buf, n, "%s", sc->db_path);
   else if( !strcmp(name, "data") ) snprintf(buf, n, "%s", sc->data ? sc->data : "(the only one)");
-  else if( !strcmp(name, "model") ) snprintf(buf, n, "logistic");
   else if( !strcmp(name, "iters") ) snprintf(buf, n, "%lld", (long long)sc->iters);
   else if( !strcmp(name, "warmup") ) snprintf(buf, n, "%lld", (long long)sc->warmup);
   else if( !strcmp(name, "chains") ) snprintf(buf, n, "%lld", (long long)sc->chains);
@@ -279,7 +276,6 @@ static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n
     if( sc->fixed_bounds ) snprintf(buf, n, "fixed=%.17g", sc->fixed_xi);
     else snprintf(buf, n, "map");
   }
-  else if( !strcmp(name, "prior-scale") ) snprintf(buf, n, "%.17g", sc->prior_scale);
   else if( !strcmp(name, "sampler") ) snprintf(buf, n, "%s", fly_kernel_name(sc->kernel));
   else if( !strcmp(name, "leapfrog") ) snprintf(buf, n, "%lld", (long long)sc->n_leap);
   else if( !strcmp(name, "proposal") ) snprintf(buf, n, "%s", sc->isotropic ? "isotropic" : "laplace");
@@ -415,7 +411,7 @@ static fly_rc create_run(fly_db *db, int64_t ds, int64_t bs, const sample_cfg *s
   if( rc ) return rc;
   rc = fly_db_prepare(db, "INSERT INTO run(dataset_id, bound_set_id, model, sampler, z_mode, "
       "n_chains, n_warmup, n_iters, thin, seed, n_params, status, version) VALUES "
-      "(?1,?2,'logistic',?11,?3,?4,?5,?6,?7,?8,?9,'running',?10)", &st, err);
+      "(?1,?2,?12,?11,?3,?4,?5,?6,?7,?8,?9,'running',?10)", &st, err);
   if( rc ) goto done;
   sqlite3_bind_int64(st, 1, ds);
   sqlite3_bind_int64(st, 2, bs);
@@ -428,16 +424,12 @@ static fly_rc create_run(fly_db *db, int64_t ds, int64_t bs, const sample_cfg *s
   sqlite3_bind_int64(st, 9, (int64_t)P);
   sqlite3_bind_text(st, 10, FLYDB_VERSION, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 11, fly_kernel_name(sc->kernel), -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 12, sc->m.type->name, -1, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "creating the run"); goto done; }
   *run_id = sqlite3_last_insert_rowid(fly_db_sqlite(db));
   sqlite3_finalize(st);
   st = NULL;
-  rc = fly_db_prepare(db, "INSERT INTO param(run_id, idx, name) SELECT ?1, idx, name "
-                      "FROM dataset_column WHERE dataset_id=?2 AND role != 'target'", &st, err);
-  if( rc ) goto done;
-  sqlite3_bind_int64(st, 1, *run_id);
-  sqlite3_bind_int64(st, 2, ds);
-  if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "naming parameters"); goto done; }
+  if( (rc = fly_modelopt_params(db, *run_id, ds, &sc->m, err)) ) goto done;
   if( (rc = store_config(db, *run_id, a, sc, err)) ) goto done;
   rc = fly_db_commit(db, err);
 done:
@@ -522,17 +514,20 @@ static int run_sample(fly_args *a, int64_t resume_id)
   }
   openblas_set_num_threads(1);
   if( (rc = fly_db_open(sc.db_path, 0, &db, &err)) ) goto done;
-  if( (rc = fly_db_wal(db, &err)) ) goto done;
   if( (rc = fly_db_dataset_id(db, sc.data, &ds, &err)) ) goto done;
   if( (rc = dataset_shape(db, ds, &sh, &err)) ) goto done;
 
-  memset(&m, 0, sizeof m);
-  m.type = &fly_model_logistic;
-  m.D = (size_t)sh.width - 1;
-  m.tcol = (size_t)sh.width - 1;
-  m.K = 1;
-  m.prior = FLY_PRIOR_NORMAL;
-  m.prior_scale = sc.prior_scale;
+  if( (rc = fly_modelopt_resolve(a, db, ds, &sc.m, &err)) ){
+    if( rc == FLY_MISUSE ){     /* a bad model option is a usage error */
+      fprintf(stderr, "flydb sample: %s\n", err.msg);
+      fly_db_close(db);
+      return 2;
+    }
+    goto done;
+  }
+  m = sc.m;
+  /* WAL only now: a usage error above leaves the file untouched */
+  if( (rc = fly_db_wal(db, &err)) ) goto done;
 
   fly_tune_opts to;
   fly_tune_opts_default(&to);

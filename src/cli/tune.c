@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "models/model.h"
+#include "modelopt.h"
 #include "store/db.h"
 #include "tune/tune.h"
 
@@ -19,9 +20,8 @@ int fly_cmd_tune(int argc, char **argv)
   fly_opt opts[] = {
     { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
     { "data", FLY_OPT_VALUE, "data set name (default: the only one)", 0, 0 },
-    { "model", FLY_OPT_VALUE, "logistic (default)", 0, 0 },
+    FLY_MODEL_OPTS,
     { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi]", 0, 0 },
-    { "prior-scale", FLY_OPT_VALUE, "sd of the N(0, s^2 I) prior (default 1)", 0, 0 },
     { "force", FLY_OPT_FLAG, "rebuild even if these bounds exist", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
@@ -38,15 +38,6 @@ int fly_cmd_tune(int argc, char **argv)
 
   if( fly_args_parse(&a, argc, argv, 0, &err) ) return fly_usage_error(&a, "tune", synopsis, &err);
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "tune", synopsis); return 0; }
-  memset(&m, 0, sizeof m);
-  m.type = fly_model_find(fly_args_str(&a, "model", "logistic"));
-  if( !m.type || strcmp(m.type->name, "logistic") != 0 ){
-    fly_fail(&err, FLY_MISUSE, "--model: '%s' is not a model (logistic)",
-             fly_args_str(&a, "model", ""));
-    return fly_usage_error(&a, "tune", synopsis, &err);
-  }
-  if( fly_args_real(&a, "prior-scale", 1.0, 1e-12, 1e12, &m.prior_scale, &err) )
-    return fly_usage_error(&a, "tune", synopsis, &err);
   fly_tune_opts_default(&to);
   to.tuning = fly_args_str(&a, "bounds", "map");
   to.verbose = 1;
@@ -65,20 +56,10 @@ int fly_cmd_tune(int argc, char **argv)
   }
   rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), 0, &db, &err);
   if( rc == FLY_OK ) rc = fly_db_dataset_id(db, fly_args_str(&a, "data", NULL), &ds, &err);
-  if( rc == FLY_OK ){
-    sqlite3_stmt *st = NULL;
-    rc = fly_db_prepare(db, "SELECT width FROM dataset WHERE id=?1", &st, &err);
-    if( rc == FLY_OK ){
-      sqlite3_bind_int64(st, 1, ds);
-      if( sqlite3_step(st) == SQLITE_ROW ){
-        m.D = (size_t)sqlite3_column_int64(st, 0) - 1;
-        m.tcol = m.D;
-      }
-      sqlite3_finalize(st);
-    }
+  if( rc == FLY_OK && (rc = fly_modelopt_resolve(&a, db, ds, &m, &err)) == FLY_MISUSE ){
+    fly_db_close(db);
+    return fly_usage_error(&a, "tune", synopsis, &err);
   }
-  m.K = 1;
-  m.prior = FLY_PRIOR_NORMAL;
   if( rc == FLY_OK ) rc = fly_tune_get(db, ds, &m, &to, &bs, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, &m, &bd, &err);
   if( rc == FLY_OK ){

@@ -40,8 +40,10 @@ BASE=(--seed 5 --iters "$ITERS" --checkpoint-every 50 --quiet)
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 last_run() { q $db "SELECT ifnull(max(id), 0) FROM run"; }
-# rand_frac LO HI: a random number in [LO, HI) with 3 decimals.
-rand_frac() { awk -v lo="$1" -v hi="$2" -v r=$((RANDOM % 1000)) 'BEGIN { printf "%.3f", lo + (hi - lo) * r / 1000 }'; }
+# rand_frac LO HI R: a number in [LO, HI) with 3 decimals from R = $RANDOM,
+# which the caller reads in its own shell: inside $(...) bash reseeds
+# RANDOM, and FLYDB_TEST_SEED would not reproduce the kill moments.
+rand_frac() { awk -v lo="$1" -v hi="$2" -v r=$(($3 % 1000)) 'BEGIN { printf "%.3f", lo + (hi - lo) * r / 1000 }'; }
 
 # cmp_runs A B: B's draws and diagnostics equal A's, all chains, all iterations.
 cmp_runs() {
@@ -128,7 +130,8 @@ resume_until_done() {
     start --resume "$run"
     if [ "$again" = 1 ]; then
       again=0
-      kill_at 9 "$(after "$(rand_frac 0.02 0.4)" "$ref_ms")"
+      r=$RANDOM
+      kill_at 9 "$(after "$(rand_frac 0.02 0.4 "$r")" "$ref_ms")"
       [ "$rc" = 137 ] || [ "$rc" = 0 ] || { cat "$T/bg.err" >&2; fail "resume of run $run: exit status $rc"; }
       if [ "$rc" = 137 ] && [ "$(q $db "SELECT status FROM run WHERE id = $run")" = running ]; then
         rekilled=1
@@ -159,7 +162,8 @@ kill_test() {
     tries=$((tries + 1))
     [ $tries -le $((3 * kills + 3)) ] || fail "$name: could not kill a run in the middle ($k of $kills)"
     before=$(last_run)
-    frac=$(rand_frac 0.05 0.95)
+    r=$RANDOM
+    frac=$(rand_frac 0.05 0.95 "$r")
     start "$@"
     kill_at 9 "$(after "$frac" "$ref_ms")"
     run=$(last_run)

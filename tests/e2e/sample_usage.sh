@@ -56,7 +56,7 @@ bad --frobnicate --iters 10 --frobnicate=3
 bad -x         -x
 bad extra      extra
 bad --iters    --iters 10 --iters 20
-bad --model    --model softmax
+bad --model    --model probit
 bad --resume   --resume 0
 bad --resume   --resume abc
 
