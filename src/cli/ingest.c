@@ -15,6 +15,7 @@
  * place only when complete (the temporary is removed on failure and on
  * SIGINT/SIGTERM).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -285,6 +286,35 @@ done:
   return rc;
 }
 
+/* Remove <db>.ingest-PID.tmp files left by ingests that were killed (a
+ * SIGKILL cannot be caught): only those whose process no longer exists. */
+static void remove_stale_temps(const char *db_path)
+{
+  char dir[4096], pat[4200];
+  const char *base = base_name(db_path);
+  size_t dl = (size_t)(base - db_path);
+  if( dl >= sizeof dir ) return;
+  memcpy(dir, db_path, dl);
+  dir[dl] = 0;
+  snprintf(pat, sizeof pat, "%s.ingest-", base);
+  DIR *d = opendir(dl ? dir : ".");
+  if( !d ) return;
+  struct dirent *e;
+  size_t pl = strlen(pat);
+  while( (e = readdir(d)) ){
+    const char *nm = e->d_name;
+    if( strncmp(nm, pat, pl) != 0 ) continue;
+    char *end;
+    long pid = strtol(nm + pl, &end, 10);
+    if( pid <= 0 || strcmp(end, ".tmp") != 0 ) continue;
+    if( kill((pid_t)pid, 0) == 0 || errno != ESRCH ) continue;  /* alive, or not ours */
+    char full[8400];
+    snprintf(full, sizeof full, "%s%s", dir, nm);
+    unlink(full);
+  }
+  closedir(d);
+}
+
 static fly_rc sync_file(const char *path, fly_err *err)
 {
   int fd = open(path, O_RDONLY);
@@ -320,6 +350,7 @@ static fly_rc run_ingest(const ingest_opts *o, fly_err *err)
   if( rc ) goto done;
 
   catch_signals();
+  remove_stale_temps(o->db_path);
   if( fresh ){
     /* Build privately, then rename into place. */
     snprintf(g_tmp_path, sizeof g_tmp_path, "%s.ingest-%ld.tmp", o->db_path,
