@@ -13,6 +13,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,7 +151,8 @@ static fly_opt sample_opts_tmpl[] = {
   { "step", FLY_OPT_VALUE, "initial step size (default by kernel; slice: interval "
                            "width); adapted during warm-up", 0, 0 },
   { "init", FLY_OPT_VALUE, "laplace (default: a draw around the MAP) | map", 0, 0 },
-  { "cache-mb", FLY_OPT_VALUE, "page cache per chain in MiB (default 256)", 0, 0 },
+  { "cache-mb", FLY_OPT_VALUE, "decoded-page cache per chain in MiB (default: a quarter "
+                               "of RAM shared by the chains, at least 256)", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
   { "full-logpost-every", FLY_OPT_VALUE, "every K iterations store the exact full-data "
@@ -166,6 +168,24 @@ static fly_opt sample_opts_tmpl[] = {
 #define NOPTS (sizeof sample_opts_tmpl / sizeof sample_opts_tmpl[0])
 static const char *synopsis = "[options]";
 
+/* Default decoded-page cache per chain: a quarter of physical memory shared
+ * by the chains (a store that fits is then served by memcpy), at least
+ * 256 MiB, and within a quarter of an address-space limit if one is set.
+ * Cache slots are allocated zeroed and untouched ones cost no RAM, so small
+ * stores use only what they need. */
+static int64_t default_cache_mb(int64_t chains)
+{
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  double mb = pages > 0 && psz > 0 ? (double)pages * (double)psz / 1048576.0 / 4.0 : 1024;
+  struct rlimit rl;
+  if( getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ){
+    double lim = (double)rl.rlim_cur / 1048576.0 / 4.0;
+    if( lim < mb ) mb = lim;
+  }
+  mb /= (double)(chains > 0 ? chains : 1);
+  return mb < 256 ? 256 : (int64_t)mb;
+}
+
 static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
 {
   fly_rc rc;
@@ -177,7 +197,8 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   if( (rc = fly_args_int(a, "warmup", sc->iters / 2, 0, INT64_C(1) << 40, &sc->warmup, err)) ) return rc;
   if( (rc = fly_args_int(a, "chains", 2, 1, 64, &sc->chains, err)) ) return rc;
   if( (rc = fly_args_int(a, "thin", 1, 1, INT64_C(1) << 30, &sc->thin, err)) ) return rc;
-  if( (rc = fly_args_int(a, "cache-mb", 256, 1, INT64_C(1) << 20, &sc->cache_mb, err)) ) return rc;
+  if( (rc = fly_args_int(a, "cache-mb", default_cache_mb(sc->chains), 1, INT64_C(1) << 20,
+                         &sc->cache_mb, err)) ) return rc;
   if( (rc = fly_args_int(a, "checkpoint-every", 1000, 1, INT64_C(1) << 40, &sc->ckpt_every, err)) ) return rc;
   if( (rc = fly_args_int(a, "full-logpost-every", 0, 0, INT64_C(1) << 40, &sc->full_every, err)) ) return rc;
   if( sc->full_every > 0 && sc->full_every % sc->thin != 0 )
