@@ -62,7 +62,7 @@ typedef struct job {
   atomic_llong         acc, bright;
   double               t_write, t_theta, t_z, t_read, t_loop, t_full;
   int64_t              n_viol;
-  fly_rc               rc;
+  atomic_int           rc;         /* fly_rc; read by the progress loop */
   fly_err              err;
 } job;
 

@@ -303,7 +303,7 @@ static void test_failures(void)
   TAP_OK(fly_lbfgs_new(0, 5, &l, &err) == FLY_MISUSE && !l, "n = 0: misuse");
   fly_lbfgs_new(3, 5, &l, &err);
 
-  x[0] = x[1] = -50;
+  x[0] = x[1] = x[2] = -50;
   fly_err_clear(&err);
   fly_rc rc = fly_lbfgs_run(l, huber, &nan_hits, x, NULL, &r, &err);
   TAP_OK(rc == FLY_OK && fabs(x[0] - 1) < 1e-5 && fabs(x[1] - 1) < 1e-5,
