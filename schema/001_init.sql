@@ -70,6 +70,7 @@ CREATE TABLE bound_set (
   theta_map    BLOB,                       -- f64[n_params]
   laplace_cov  BLOB,                       -- f64[n_params^2], P = H^-1
   laplace_prec BLOB,                       -- f64[n_params^2], H
+  key_prec     BLOB,                       -- f64[D^2], H_D: thinning-key metric
   map_logpost  REAL,
   map_iters    INTEGER,
   map_grad_norm REAL,

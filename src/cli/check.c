@@ -581,8 +581,9 @@ static void check_datasets(checker *ck, dset **pds, size_t *pn)
 
 /* ---- 3. bound sets ---------------------------------------------------- */
 
-/* The model of a bound set: type by name, prior from model_opts
- * ("prior=normal;scale=1"), D = width - 1 features and the target last.
+/* The model of a bound set: type by name, prior and model options from
+ * model_opts ("prior=normal;scale=1", plus ";K=3" for softmax and
+ * ";nu=4;sigma=1" for robust), D = width - 1 features and the target last.
  * 0 on success, else why (n bytes) says what is wrong. */
 static int model_of(const char *name, const char *opts, int64_t width,
                     fly_model *m, char *why, size_t n)
@@ -630,6 +631,19 @@ static int model_of(const char *name, const char *opts, int64_t width,
                  "number", opts, v);
         return -1;
       }
+    }else if( (strcmp(kv, "K") == 0 && strcmp(m->type->name, "softmax") == 0) ||
+              ((strcmp(kv, "nu") == 0 || strcmp(kv, "sigma") == 0) &&
+               strcmp(m->type->name, "robust") == 0) ){
+      char *end;
+      double x = strtod(v, &end);
+      if( end == v || *end || !(x > 0) || !isfinite(x) || (kv[0] == 'K' && x != floor(x)) ){
+        snprintf(why, n, "model_opts '%s': %s '%s' is not a positive %s", opts, kv, v,
+                 kv[0] == 'K' ? "integer" : "number");
+        return -1;
+      }
+      if( kv[0] == 'K' ) m->K = (size_t)x;
+      else if( kv[0] == 'n' ) m->nu = x;
+      else m->scale = x;
     }else{
       snprintf(why, n, "model_opts '%s': option '%s' does not apply to model "
                "%s", opts, kv, m->type->name);

@@ -66,6 +66,11 @@ fly_rc fly_modelopt_resolve(fly_args *a, fly_db *db, int64_t ds, fly_model *m,
       return fly_fail(err, FLY_MISUSE, "--model softmax needs class labels 0..K-1 in the "
                       "target (found %g .. %g)", tmin, tmax);
     m->K = (size_t)tmax + 1;
+    if( m->prior == FLY_PRIOR_LAPLACE )
+      return fly_fail(err, FLY_MISUSE, "--model softmax with --prior laplace: adding the "
+                      "same vector to every class row leaves the likelihood unchanged, so "
+                      "only a normal prior pins it down (the Laplace approximation needs "
+                      "a positive definite Hessian)");
   }
   return FLY_OK;
 }

@@ -403,7 +403,7 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   fly_rc rc;
 
   if( (rc = ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
-  r = m->type->radius(m, c->th, bd->theta_map, bd->prec, c->work);
+  r = m->type->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
   for(size_t b = 0; b < bk->nb; b++){
     double pb = -expm1(-m->type->gap_upper(m, bk->key[b], r));
     expect += pb * (double)(bk->start[b + 1] - bk->start[b]);

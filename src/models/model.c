@@ -46,7 +46,9 @@ void fly_model_prior_neg_hess(const fly_model *m, double *H)
   for( size_t j = 0; j < P; j++ ) H[j * P + j] += w;
 }
 
-static const fly_model_type *const types[] = { &fly_model_logistic };
+static const fly_model_type *const types[] = { &fly_model_logistic,
+                                                &fly_model_softmax,
+                                                &fly_model_robust };
 
 const fly_model_type *fly_model_find(const char *name)
 {

@@ -112,6 +112,8 @@ void   fly_model_prior_neg_hess(const fly_model *m, double *H);
 const fly_model_type *fly_model_find(const char *name);
 
 extern const fly_model_type fly_model_logistic;
+extern const fly_model_type fly_model_softmax;
+extern const fly_model_type fly_model_robust;
 
 /* log(exp(x) - 1) style helpers used by every model and the chain:
  * log Ltilde = gap + log(-expm1(-gap)); p(z=1) = -expm1(-gap). */

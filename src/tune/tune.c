@@ -11,18 +11,23 @@
  *       too: the Laplace covariance shapes the proposals.
  *   (b) Laplace: one scan summing type->neg_hess, plus the prior's; H is
  *       factored H = L L' (dpotrf; not positive definite -> FLY_NUMERIC with
- *       an explanation) and inverted, P = H^-1 (dpotri).
+ *       an explanation) and inverted, P = H^-1 (dpotri).  Then the D x D
+ *       metric of the thinning keys, H_D = key_prec (see key_metric): H
+ *       itself when n_params = D, a scaled average of the diagonal blocks of
+ *       H for K x D parameters (softmax).  Factored H_D = L_D L_D'.
  *   (c) Bounds, inside the write transaction: per row the xi tight at the
  *       MAP (type->xi_at) or the fixed xi, rounded to f32 once; then the
- *       thinning key type->gap_key(xi_f32, ||x||_P) with ||x||_P = |L^-1 x|
- *       (a triangular solve per page), rounded *up* to f32 so the stored key
- *       stays an upper bound; the rows go to a fly_pagewriter (f32, width
- *       n_xi + 1, the data set's page_rows, so bound page k covers data page
- *       k).  The moments are accumulated with type->moments_add from the
- *       same f32 xi, so the collapsed product equals the sum of the per-row
- *       bounds computed from the stored xi.
- *   (d) moment rows, the MAP and the Laplace matrices as f64 blobs, and
- *       status 'ready', all in the transaction of (c).
+ *       thinning key type->gap_key(xi_f32, ||x||_P) with P = H_D^-1 and
+ *       ||x||_P = |L_D^-1 x| (a triangular solve per page), rounded *up* to
+ *       f32 so the stored key stays an upper bound; the chain pairs it with
+ *       type->radius(th, theta_map, key_prec).  The rows go to a
+ *       fly_pagewriter (f32, width n_xi + 1, the data set's page_rows, so
+ *       bound page k covers data page k).  The moments are accumulated
+ *       with type->moments_add from the same f32 xi, so the collapsed
+ *       product equals the sum of the per-row bounds computed from the
+ *       stored xi.
+ *   (d) moment rows, the MAP, the Laplace matrices and key_prec as f64
+ *       blobs, and status 'ready', all in the transaction of (c).
  * Passes (a) and (b) only read, so the write lock is held for (c) and (d)
  * alone; the transaction re-checks that nobody built the same set in the
  * meantime.  Any failure or a kill rolls everything back: a bound set is
@@ -290,6 +295,45 @@ static int chol_inverse(double *L, size_t n)
   return 0;
 }
 
+/* The D x D metric H_D of the thinning keys (stored as key_prec) from the
+ * P x P Laplace precision H.  Any SPD H_D gives valid keys (Cauchy-Schwarz
+ * |d'x| <= ||d||_{H_D} ||x||_{H_D^-1} holds for every one); the choice only
+ * decides how tight they are.
+ *   P = D: H_D = H, the Laplace precision (the keys of logistic.c).
+ *   P = K D (K x D parameters, K >= 2, softmax): the class rows share the
+ *     features, and radius() measures each centred class row d_k in H_D.
+ *     H_D = (K/(K-1))^2 (1/K) sum_k H_kk, the scaled average of the D x D
+ *     diagonal blocks.  The average tracks where the data inform the class
+ *     rows (H_kk = sum_n p_nk (1 - p_nk) x_n x_n' + I/s^2) and is SPD as an
+ *     average of diagonal blocks of an SPD matrix.  The scale only matters
+ *     through gap_upper's floor max(1, r^2): with uniform class
+ *     probabilities the centred rows have covariance
+ *     (1 - 1/K) (S/K + I/s^2)^-1, S = sum x x', whose inverse is
+ *     (K/(K-1))^2 times the average block up to the prior term, so r^2 is
+ *     then about K D at posterior draws and the floor rarely binds.  (The
+ *     inverse of the average centred covariance block would be the exact
+ *     analogue of the logistic choice, but computing it from H^-1 cancels
+ *     the prior-sized variance of the unidentified shift against the
+ *     data-sized rest.)
+ * Returns 0, or -1 if P is neither D nor a multiple of D (no metric). */
+static int key_metric(size_t P, size_t D, const double *H, double *HD)
+{
+  if( P == D ){
+    memcpy(HD, H, D * D * sizeof *HD);
+    return 0;
+  }
+  if( D == 0 || P % D != 0 || P / D < 2 ) return -1;
+  size_t K = P / D;
+  double w = (double)K / ((double)(K - 1) * (double)(K - 1));  /* K/(K-1)^2 */
+  for(size_t i = 0; i < D; i++)
+    for(size_t j = 0; j < D; j++){
+      double t = 0;
+      for(size_t k = 0; k < K; k++) t += H[(k * D + i) * P + k * D + j];
+      HD[i * D + j] = w * t;
+    }
+  return 0;
+}
+
 /* ---- the bound_set row ---------------------------------------------- */
 
 /* Find the bound set of this key: *id = 0 if none, else its id and
@@ -436,9 +480,9 @@ typedef struct build {
 } build;
 
 /* Pass (c): bound pages and moments for bound set id, in the caller's
- * transaction.  L: lower Cholesky factor of H (P x P, P == D for keys). */
+ * transaction.  LD: lower Cholesky factor of the key metric H_D (D x D). */
 static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
-                           const double *th, const double *L, double *mom,
+                           const double *th, const double *LD, double *mom,
                            int64_t *n_pages, fly_err *err)
 {
   const fly_model *m = sc->m;
@@ -468,10 +512,10 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
       m->type->xi_at(m, th, sc->X, sc->ldx, n, xid, sc->work);
       for(size_t i = 0; i < n; i++)
         memcpy(Y + i * D, sc->X + i * sc->ldx, D * sizeof *Y);
-      /* Y = X_D L^-T: row i is L^-1 x_i, so |row i|^2 = x_i' H^-1 x_i. */
+      /* Y = X_D L_D^-T: row i is L_D^-1 x_i, so |row i|^2 = x_i' H_D^-1 x_i. */
       if( D && n )
         cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                    CblasNonUnit, (int)n, (int)D, 1.0, L, (int)D, Y, (int)D);
+                    CblasNonUnit, (int)n, (int)D, 1.0, LD, (int)D, Y, (int)D);
     }else{
       for(size_t i = 0; i < n * n_xi; i++) xid[i] = bd->fixed_xi;
     }
@@ -547,6 +591,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   fly_lbfgs_result lr;
   sqlite3_stmt *st = NULL;
   double *th = NULL, *H = NULL, *L = NULL, *cov = NULL, *mom = NULL;
+  double *HD = NULL, *LD = NULL;
   int64_t n_feat = 0, id = 0, old = 0, n_pages = 0;
   int in_tx = 0, ready = 0, info;
   size_t P, pr, wl;
@@ -560,12 +605,11 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   sc.t0 = now_seconds();
   if( (rc = load_shape(db, ds, m, &n_feat, err)) ) return rc;
   P = m->type->n_params(m);
-  if( !bd->fixed && P != m->D ){
-    /* ||x||_P needs a D x D metric; for K x D parameters the model would
-     * have to say which one its radius() pairs with. */
+  if( !bd->fixed && P != m->D && (m->D == 0 || P % m->D != 0) ){
+    /* ||x||_P needs a D x D metric (key_metric): D or K x D parameters. */
     return fly_fail(err, FLY_MISUSE, "model %s: MAP-tuned thinning keys need "
-                    "a D x D metric for %zu parameters over %zu features; use "
-                    "fixed tuning", m->type->name, P, m->D);
+                    "a D x D metric, which %zu parameters over %zu features "
+                    "do not give; use fixed tuning", m->type->name, P, m->D);
   }
   if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &sc.pg, err)) )
     return rc;
@@ -587,8 +631,10 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   L = fly_alloc_array(P * P, sizeof *L);
   cov = fly_alloc_array(P * P, sizeof *cov);
   mom = fly_alloc_array(m->type->n_moments(m), sizeof *mom);
+  HD = fly_alloc_array(m->D ? m->D * m->D : 1, sizeof *HD);
+  LD = fly_alloc_array(m->D ? m->D * m->D : 1, sizeof *LD);
   if( !sc.X || !sc.logL || !sc.ones || !sc.work || !th || !H || !L || !cov
-      || !mom ){
+      || !mom || !HD || !LD ){
     rc = fly_fail(err, FLY_NOMEM, "tuning buffers for pages of %zu rows", pr);
     goto done;
   }
@@ -652,6 +698,18 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
                   "set %lld failed (LAPACK info %d)", (long long)ds, info);
     goto done;
   }
+  if( key_metric(P, m->D, H, HD) != 0 ){
+    /* fixed tuning of a model without a D x D metric: keys are unused */
+    memset(HD, 0, m->D * m->D * sizeof *HD);
+    for(size_t j = 0; j < m->D; j++) HD[j * m->D + j] = 1;
+  }
+  memcpy(LD, HD, m->D * m->D * sizeof *LD);
+  if( (info = chol_lower(LD, m->D)) != 0 ){
+    rc = fly_fail(err, FLY_NUMERIC, "the %zu x %zu metric of the thinning "
+                  "keys of data set %lld is not positive definite (leading "
+                  "minor %d)", m->D, m->D, (long long)ds, info);
+    goto done;
+  }
   say(&sc, "Laplace covariance from the Hessian (%.2f s)",
       now_seconds() - sc.t0);
 
@@ -691,7 +749,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   if( rc ) goto done;
   id = sqlite3_last_insert_rowid(fly_db_sqlite(db));
 
-  if( (rc = write_bounds(db, &sc, id, bd, th, L, mom, &n_pages, err)) )
+  if( (rc = write_bounds(db, &sc, id, bd, th, LD, mom, &n_pages, err)) )
     goto done;
   if( (rc = store_moments(db, id, m, mom, m->type->n_moments(m), err)) )
     goto done;
@@ -699,7 +757,8 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
                            " n_pages = ?2, theta_map = ?3, laplace_cov = ?4,"
                            " laplace_prec = ?5, map_logpost = ?6,"
                            " map_iters = ?7, map_grad_norm = ?8,"
-                           " tune_seconds = ?9 WHERE id = ?1", &st, err)) )
+                           " tune_seconds = ?9, key_prec = ?10 WHERE id = ?1",
+                           &st, err)) )
     goto done;
   sqlite3_bind_int64(st, 1, id);
   sqlite3_bind_int64(st, 2, n_pages);
@@ -710,6 +769,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   sqlite3_bind_int(st, 7, lr.iters);
   sqlite3_bind_double(st, 8, lr.g_norm);
   sqlite3_bind_double(st, 9, now_seconds() - sc.t0);
+  sqlite3_bind_blob64(st, 10, HD, m->D * m->D * sizeof *HD, SQLITE_STATIC);
   rc = step_done(db, st, "completing the bound set", err);
   sqlite3_finalize(st);
   st = NULL;
@@ -739,6 +799,8 @@ done:
   fly_free(L);
   fly_free(cov);
   fly_free(mom);
+  fly_free(HD);
+  fly_free(LD);
   return rc;
 }
 
@@ -866,8 +928,9 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
                       " b.n_params, b.width, b.page_rows, b.n_pages,"
                       " b.theta_map, b.laplace_cov, b.laplace_prec,"
                       " b.map_logpost, b.map_iters, b.map_grad_norm,"
-                      " b.tune_seconds, d.n_rows FROM bound_set b JOIN dataset"
-                      " d ON d.id = b.dataset_id WHERE b.id = ?1", &st, err);
+                      " b.tune_seconds, d.n_rows, b.key_prec FROM bound_set b"
+                      " JOIN dataset d ON d.id = b.dataset_id WHERE b.id = ?1",
+                      &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, bound_set_id);
   int s = sqlite3_step(st);
@@ -922,7 +985,9 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
   if( (rc = blob_doubles(st, 8, P, &b->theta_map, b->id, "theta_map", err))
       || (rc = blob_doubles(st, 9, P * P, &b->cov, b->id, "laplace_cov", err))
       || (rc = blob_doubles(st, 10, P * P, &b->prec, b->id, "laplace_prec",
-                            err)) )
+                            err))
+      || (rc = blob_doubles(st, 16, m->D * m->D, &b->key_prec, b->id,
+                            "key_prec", err)) )
     goto done;
   sqlite3_finalize(st);
   st = NULL;
@@ -944,6 +1009,22 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
                   info);
     goto done;
   }
+  if( m->D ){                   /* key_prec must be SPD too */
+    double *t = fly_alloc_array(m->D * m->D, sizeof(double));
+    if( !t ){
+      rc = fly_fail(err, FLY_NOMEM, "bound set %lld", (long long)b->id);
+      goto done;
+    }
+    memcpy(t, b->key_prec, m->D * m->D * sizeof(double));
+    info = chol_lower(t, m->D);
+    fly_free(t);
+    if( info != 0 ){
+      rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: stored key_prec is "
+                    "not positive definite (minor %d)", (long long)b->id,
+                    info);
+      goto done;
+    }
+  }
   rc = load_moments(db, b, m, err);
 
 done:
@@ -962,6 +1043,7 @@ void fly_bounds_free(fly_bounds *b)
   fly_free(b->theta_map);
   fly_free(b->cov);
   fly_free(b->prec);
+  fly_free(b->key_prec);
   fly_free(b->chol_cov);
   fly_free(b->chol_prec);
   fly_free(b->mom);

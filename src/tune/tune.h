@@ -14,10 +14,11 @@
  *
  * Bound page k covers the rows of data page k (same page_rows); each row is
  * n_xi + 1 f32 values: the xi of the row, then its thinning key (MAP tuning:
- * gap_n(th) <= type->gap_upper(key_n, type->radius(th, theta_map, prec)),
- * the key rounded up to f32; fixed tuning: NaN, unusable).  The moments are
- * accumulated from the f32 xi exactly as stored, so type->bound_sum equals
- * the sum of the per-row log bounds computed from the stored xi.
+ * gap_n(th) <= type->gap_upper(key_n, type->radius(th, theta_map,
+ * key_prec)), the key rounded up to f32; fixed tuning: NaN, unusable).  The
+ * moments are accumulated from the f32 xi exactly as stored, so
+ * type->bound_sum equals the sum of the per-row log bounds computed from the
+ * stored xi.
  */
 #ifndef FLY_TUNE_H
 #define FLY_TUNE_H
@@ -74,7 +75,7 @@ fly_rc fly_tune_get(fly_db *db, int64_t dataset_id, const fly_model *m,
 
 /* A loaded bound set: everything but the per-row pages (read those with
  * fly_pages_open(db, FLY_TABLE_BOUND, id, ...)).  Matrices are P x P,
- * row-major, P = n_params. */
+ * row-major, P = n_params, except key_prec (D x D, D = m->D). */
 typedef struct fly_bounds {
   int64_t id;             /* bound_set id */
   int64_t dataset_id;
@@ -89,6 +90,10 @@ typedef struct fly_bounds {
   double *prec;           /* P x P: H = -hess log posterior at the MAP */
   double *chol_cov;       /* P x P: lower L, L L' = cov (MH proposals) */
   double *chol_prec;      /* P x P: lower L, L L' = prec (HMC momenta) */
+  double *key_prec;       /* D x D: the metric H_D of the thinning keys, the
+                             H to pass to type->radius (keys were made with
+                             ||x||_P, P = H_D^-1); a copy of prec when
+                             P == D, see tune.c for K x D parameters */
   double *mom;            /* n_mom moments, layout type->moment_layout */
   size_t  n_mom;
   double  map_logpost;    /* log prior + sum log L at the MAP (no consts) */
