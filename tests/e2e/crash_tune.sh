@@ -14,7 +14,7 @@
 # set must survive).  Half the kill points are aimed at the write phase
 # (after "Laplace covariance" is printed; "hot journal left" in the output
 # shows a kill inside the write transaction), the others at a random moment.
-# FLYDB_TEST_LEVEL=accurate: 24 kill points, else 4.  FLYDB_TEST_SEED fixes
+# FLYDB_TEST_LEVEL=accurate: 50 kill points, else 4.  FLYDB_TEST_SEED fixes
 # the kill moments (printed either way).
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
@@ -33,7 +33,7 @@ tseed=${FLYDB_TEST_SEED:-$(( ($$ ^ $(date +%s)) & 32767 ))}
 RANDOM=$tseed
 echo "# kill moments from FLYDB_TEST_SEED=$tseed"
 kills=4
-[ "${FLYDB_TEST_LEVEL:-}" = accurate ] && kills=24
+[ "${FLYDB_TEST_LEVEL:-}" = accurate ] && kills=50
 
 have_check=0
 if "$FLYDB" check --help >/dev/null 2>&1; then

@@ -194,7 +194,7 @@ kill_test() {
 
 # ---- SIGKILL at random moments (default z mode and --regular) ------------
 if [ $accurate = 1 ]; then
-  kill_test "gibbs" 10 "${BASE[@]}"
+  kill_test "gibbs" 30 "${BASE[@]}"
   kill_test "regular" 3 "${BASE[@]}" --regular
   kill_test "3 chains, thin 3" 4 "${BASE[@]}" --chains 3 --thin 3
 else
