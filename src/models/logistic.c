@@ -275,20 +275,6 @@ static double gap_upper(const fly_model *m, double key, double r)
   return key * (r2 > 1.0 ? r2 : 1.0);
 }
 
-static double radius(const fly_model *m, const double *th,
-                     const double *th_map, const double *H, double *work)
-{
-  (void)work;
-  size_t D = m->D;
-  double q = 0;
-  for( size_t j = 0; j < D; j++ ){
-    double dj = th[j] - th_map[j], Hd = 0;
-    for( size_t k = 0; k < D; k++ ) Hd += H[j * D + k] * (th[k] - th_map[k]);
-    q += dj * Hd;
-  }
-  return q > 0 ? sqrt(q) : 0.0;
-}
-
 const fly_model_type fly_model_logistic = {
   .name          = "logistic",
   .n_params      = n_params,
@@ -305,5 +291,5 @@ const fly_model_type fly_model_logistic = {
   .bound_sum     = bound_sum,
   .gap_key       = gap_key,
   .gap_upper     = gap_upper,
-  .radius        = radius,
+  .radius        = fly_model_radius,
 };

@@ -72,3 +72,17 @@ double fly_p_bright(double gap)
   if( gap <= 0 ) return 0.0;
   return -expm1(-gap);
 }
+
+double fly_model_radius(const fly_model *m, const double *th,
+                        const double *th_map, const double *H, double *work)
+{
+  (void)work;
+  size_t D = m->D;
+  double q = 0;
+  for( size_t j = 0; j < D; j++ ){
+    double dj = th[j] - th_map[j], Hd = 0;
+    for( size_t k = 0; k < D; k++ ) Hd += H[j * D + k] * (th[k] - th_map[k]);
+    q += dj * Hd;
+  }
+  return q > 0 ? sqrt(q) : 0.0;
+}

@@ -108,6 +108,11 @@ double fly_model_log_prior(const fly_model *m, const double *th, double *grad);
 /* H += -hess log p(th) (the Laplace prior adds nothing: 0 almost everywhere). */
 void   fly_model_prior_neg_hess(const fly_model *m, double *H);
 
+/* radius() of models whose parameters are one D-vector (logistic, robust):
+ * sqrt((th - th_map)' H (th - th_map)) with H D x D, row-major. */
+double fly_model_radius(const fly_model *m, const double *th,
+                        const double *th_map, const double *H, double *work);
+
 /* Look up a model type by name ("logistic"); NULL if unknown. */
 const fly_model_type *fly_model_find(const char *name);
 
