@@ -57,6 +57,7 @@
 #include "store/pages.h"
 #include "store/pagewriter.h"
 #include "tap.h"
+#include "store_fixture.h"
 #include "tune/tune.h"
 #include "util/rng.h"
 
@@ -76,12 +77,8 @@ static char path[256];
 
 static int make_data(fly_db *db, double *X, int64_t *ds)
 {
-  fly_err err = {0};
-  fly_pagewriter *w = NULL;
-  sqlite3_stmt *st = NULL;
   fly_rng rng;
   const double beta[D_FEAT] = { -0.3, 1.0, -0.7 };
-  int ok = 0;
 
   fly_rng_seed(&rng, SEED, 0);
   for(size_t n = 0; n < N_ROWS; n++){
@@ -91,35 +88,7 @@ static int make_data(fly_db *db, double *X, int64_t *ds)
     for(size_t j = 0; j < D_FEAT; j++) s += beta[j] * x[j];
     x[D_FEAT] = fly_rng_uniform(&rng) < 1 / (1 + exp(-s)) ? 1 : 0;
   }
-  int64_t n_pages = (N_ROWS + PAGE_ROWS - 1) / PAGE_ROWS;
-  if( fly_db_begin(db, &err) ) goto done;
-  if( sqlite3_prepare_v2(fly_db_sqlite(db),
-        "INSERT INTO dataset(name, source, n_rows, width, n_features,"
-        " has_intercept, target_name, page_rows, n_pages, prec, raw_bytes,"
-        " stored_bytes) VALUES ('z', 'synthetic', ?1, ?2, ?3, 1, 'y', ?4, ?5,"
-        " 8, ?6, 0)", -1, &st, NULL) != SQLITE_OK ) goto done;
-  sqlite3_bind_int64(st, 1, N_ROWS);
-  sqlite3_bind_int64(st, 2, WID);
-  sqlite3_bind_int64(st, 3, D_FEAT);
-  sqlite3_bind_int64(st, 4, PAGE_ROWS);
-  sqlite3_bind_int64(st, 5, n_pages);
-  sqlite3_bind_int64(st, 6, (int64_t)N_ROWS * WID * 8);
-  if( sqlite3_step(st) != SQLITE_DONE ) goto done;
-  *ds = sqlite3_last_insert_rowid(fly_db_sqlite(db));
-  if( fly_pagewriter_open(db, FLY_TABLE_DATA, *ds, WID, PAGE_ROWS, FLY_PREC_F64,
-                          &w, &err) ) goto done;
-  for(size_t n = 0; n < N_ROWS; n++)
-    if( fly_pagewriter_add(w, X + n * WID, &err) ) goto done;
-  if( fly_pagewriter_finish(w, &err) ) goto done;
-  ok = fly_db_commit(db, &err) == FLY_OK;
-done:
-  if( !ok ){
-    TAP_DIAG("make_data: %s / %s", err.msg, sqlite3_errmsg(fly_db_sqlite(db)));
-    fly_db_rollback(db);
-  }
-  sqlite3_finalize(st);
-  fly_pagewriter_free(w);
-  return ok;
+  return fx_store_rows(db, "z", X, N_ROWS, WID, PAGE_ROWS, ds);
 }
 
 /* xi[n] of every row of bound set id, as stored (f32). */

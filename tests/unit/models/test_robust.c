@@ -24,6 +24,7 @@
 #include "store/pages.h"
 #include "store/pagewriter.h"
 #include "tap.h"
+#include "store_fixture.h"
 #include "tune/tune.h"
 #include "util/rng.h"
 
@@ -713,9 +714,6 @@ static void test_target(void)
  * 25th row an outlier at +-50; stored row [x, y] (target in column D). */
 static int64_t make_store(fly_db *db, size_t N, size_t D, double *X)
 {
-  fly_err err = {0};
-  fly_pagewriter *w = NULL;
-  sqlite3_stmt *st = NULL;
   fly_rng rng;
   size_t W = D + 1;
   int64_t ds = -1;
@@ -727,36 +725,7 @@ static int64_t make_store(fly_db *db, size_t N, size_t D, double *X)
     for( size_t j = 0; j < D; j++ ) s += x[j] * (0.5 - 0.3 * (double)j);
     x[D] = s + 0.5 * t3(&rng) + (n % 25 == 3 ? (n % 50 == 3 ? 50 : -50) : 0);
   }
-  int64_t n_pages = ((int64_t)N + PAGE_ROWS - 1) / PAGE_ROWS;
-  if( fly_db_begin(db, &err) ) goto done;
-  if( sqlite3_prepare_v2(fly_db_sqlite(db),
-        "INSERT INTO dataset(name, source, n_rows, width, n_features,"
-        " has_intercept, target_name, page_rows, n_pages, prec, raw_bytes,"
-        " stored_bytes) VALUES ('heavy', 'synthetic', ?1, ?2, ?3, 1, 'y', ?4,"
-        " ?5, 8, ?6, 0)", -1, &st, NULL) != SQLITE_OK ) goto done;
-  sqlite3_bind_int64(st, 1, (int64_t)N);
-  sqlite3_bind_int64(st, 2, (int64_t)W);
-  sqlite3_bind_int64(st, 3, (int64_t)D);
-  sqlite3_bind_int64(st, 4, PAGE_ROWS);
-  sqlite3_bind_int64(st, 5, n_pages);
-  sqlite3_bind_int64(st, 6, (int64_t)(N * W * 8));
-  if( sqlite3_step(st) != SQLITE_DONE ) goto done;
-  ds = sqlite3_last_insert_rowid(fly_db_sqlite(db));
-  if( fly_pagewriter_open(db, FLY_TABLE_DATA, ds, W, PAGE_ROWS, FLY_PREC_F64,
-                          &w, &err) ) goto done;
-  for( size_t n = 0; n < N; n++ )
-    if( fly_pagewriter_add(w, X + n * W, &err) ) goto done;
-  if( fly_pagewriter_finish(w, &err) ) goto done;
-  if( fly_db_commit(db, &err) ){ ds = -1; goto done; }
-  sqlite3_finalize(st);
-  fly_pagewriter_free(w);
-  return ds;
-done:
-  TAP_DIAG("make_store: %s / %s", err.msg, sqlite3_errmsg(fly_db_sqlite(db)));
-  fly_db_rollback(db);
-  sqlite3_finalize(st);
-  fly_pagewriter_free(w);
-  return -1;
+  return fx_store_rows(db, "heavy", X, N, W, PAGE_ROWS, &ds) ? ds : -1;
 }
 
 static int read_bounds(fly_db *db, int64_t id, size_t N, float *xi, double *key)

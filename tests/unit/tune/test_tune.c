@@ -25,6 +25,7 @@
 #include "store/pages.h"
 #include "store/pagewriter.h"
 #include "tap.h"
+#include "store_fixture.h"
 #include "tune/tune.h"
 #include "util/rng.h"
 
@@ -67,13 +68,9 @@ static double query_double(fly_db *db, const char *sql)
 static int make_data(fly_db *db, const char *name, size_t N, size_t D,
                      uint64_t seed, double bscale, int bad, data *d)
 {
-  fly_err err = {0};
-  fly_pagewriter *w = NULL;
-  sqlite3_stmt *st = NULL;
   fly_rng rng;
   double beta[MAXD];
   size_t W = D + 1;
-  int ok = 0;
 
   d->N = N;
   d->D = D;
@@ -91,38 +88,7 @@ static int make_data(fly_db *db, const char *name, size_t N, size_t D,
   if( bad == 1 ) d->X[1234 * W + 2] = NAN;
   if( bad == 2 ) d->X[1234 * W + D] = 2;
 
-  int64_t n_pages = ((int64_t)N + PAGE_ROWS - 1) / PAGE_ROWS;
-  if( fly_db_begin(db, &err) ) goto done;
-  if( sqlite3_prepare_v2(fly_db_sqlite(db),
-        "INSERT INTO dataset(name, source, n_rows, width, n_features,"
-        " has_intercept, target_name, page_rows, n_pages, prec, raw_bytes,"
-        " stored_bytes) VALUES (?1, 'synthetic', ?2, ?3, ?4, 1, 'y', ?5, ?6,"
-        " 8, ?7, 0)", -1, &st, NULL) != SQLITE_OK ) goto done;
-  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, (int64_t)N);
-  sqlite3_bind_int64(st, 3, (int64_t)W);
-  sqlite3_bind_int64(st, 4, (int64_t)D);
-  sqlite3_bind_int64(st, 5, PAGE_ROWS);
-  sqlite3_bind_int64(st, 6, n_pages);
-  sqlite3_bind_int64(st, 7, (int64_t)(N * W * 8));
-  if( sqlite3_step(st) != SQLITE_DONE ) goto done;
-  d->ds = sqlite3_last_insert_rowid(fly_db_sqlite(db));
-  if( fly_pagewriter_open(db, FLY_TABLE_DATA, d->ds, W, PAGE_ROWS,
-                          FLY_PREC_F64, &w, &err) ) goto done;
-  for(size_t n = 0; n < N; n++)
-    if( fly_pagewriter_add(w, d->X + n * W, &err) ) goto done;
-  if( fly_pagewriter_finish(w, &err) ) goto done;
-  if( fly_pagewriter_pages(w) != n_pages ) goto done;
-  ok = fly_db_commit(db, &err) == FLY_OK;
-done:
-  if( !ok ){
-    TAP_DIAG("make_data %s: %s / %s", name, err.msg,
-             sqlite3_errmsg(fly_db_sqlite(db)));
-    fly_db_rollback(db);
-  }
-  sqlite3_finalize(st);
-  fly_pagewriter_free(w);
-  return ok;
+  return fx_store_rows(db, name, d->X, N, W, PAGE_ROWS, &d->ds);
 }
 
 static fly_model model_of(const data *d, fly_prior prior, double scale)
