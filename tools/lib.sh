@@ -15,9 +15,11 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
                 liblz4-dev libxxhash-dev libopenblas-dev sqlite3)
 # What only the tests need: python3 (e2e checks), R with the posterior and
 # coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
-# reference numbers), rsvg-convert (renders the plots), clang (fuzzing).
+# reference numbers), rsvg-convert (renders the plots), valgrind
+# (tools/test --valgrind), clang with its sanitizer runtimes (the short
+# fuzz runs; absent, they would be skipped).
 FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
-                     librsvg2-bin)
+                     librsvg2-bin valgrind clang libclang-rt-14-dev)
 
 flydb_missing_packages() {
   local p status

@@ -29,21 +29,35 @@ struct fly_db {
   int      flags;
 };
 
+/* SQLite's message for the last error on h.  An I/O error whose cause is a
+ * full file system (e.g. growing the WAL index, which SQLite reports as a
+ * plain "disk I/O error") is named as such, with the system's words. */
+static const char *errmsg(sqlite3 *h, char *buf, size_t n)
+{
+  if( !h ) return "no connection";
+  int se = sqlite3_system_errno(h);
+  if( (sqlite3_extended_errcode(h) & 0xff) == SQLITE_IOERR &&
+      (se == ENOSPC || se == EDQUOT) ){
+    snprintf(buf, n, "disk full: %s (%s)", strerror(se), sqlite3_errmsg(h));
+    return buf;
+  }
+  return sqlite3_errmsg(h);
+}
+
 fly_rc fly_db_fail(fly_db *db, fly_err *err, const char *what)
 {
-  const char *m = db && db->h ? sqlite3_errmsg(db->h) : "no connection";
-  return fly_fail(err, FLY_SQL, "%s: %s (%s)", what, m,
+  char buf[160];
+  return fly_fail(err, FLY_SQL, "%s: %s (%s)", what,
+                  errmsg(db ? db->h : NULL, buf, sizeof buf),
                   db && db->path ? db->path : "?");
 }
 
 fly_rc fly_db_exec(fly_db *db, const char *sql, fly_err *err)
 {
-  char *msg = NULL;
-  if( sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK ){
-    fly_rc rc = fly_fail(err, FLY_SQL, "%s (%s)", msg ? msg : "SQL error",
-                         db->path);
-    sqlite3_free(msg);
-    return rc;
+  if( sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK ){
+    char buf[160];
+    return fly_fail(err, FLY_SQL, "%s (%s)", errmsg(db->h, buf, sizeof buf),
+                    db->path);
   }
   return FLY_OK;
 }
@@ -53,8 +67,9 @@ fly_rc fly_db_prepare(fly_db *db, const char *sql, sqlite3_stmt **st,
 {
   *st = NULL;
   if( sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK ){
+    char buf[160];
     fly_rc rc = fly_fail(err, FLY_SQL, "preparing \"%.80s\": %s (%s)", sql,
-                         sqlite3_errmsg(db->h), db->path);
+                         errmsg(db->h, buf, sizeof buf), db->path);
     sqlite3_finalize(*st);
     *st = NULL;
     return rc;

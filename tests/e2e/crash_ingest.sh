@@ -21,7 +21,7 @@
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
-GEN=$(dirname "$FLYDB")/../../tools/flydb-gen
+GEN=$(dirname "$FLYDB_BIN")/../../tools/flydb-gen
 [ -x "$GEN" ] || fail "no flydb-gen at $GEN"
 
 bg=

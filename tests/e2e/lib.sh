@@ -8,6 +8,8 @@ set -e
 FLYDB=${1:?usage: bash script.sh path/to/flydb}
 case $FLYDB in /*) ;; *) FLYDB=$PWD/$FLYDB ;; esac
 [ -x "$FLYDB" ] || { echo "FAIL: no flydb program at $FLYDB" >&2; exit 1; }
+# The binary itself, for paths beside it (FLYDB may become a wrapper below).
+FLYDB_BIN=$FLYDB
 E2E=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034  # used by the scripts that source this
 FIX=$E2E/fixtures
@@ -21,6 +23,15 @@ e2e_cleanup() { rm -rf "$T"; }
 trap e2e_cleanup EXIT
 mkdir "$T/w"
 cd "$T/w"
+
+# FLYDB_E2E_WRAPPER (e.g. "valgrind --error-exitcode=99 -q", see
+# tools/memcheck): every flydb command of the script runs under it.  The
+# wrapper execs, so a test's kill -9 of "$!" still reaches the process.
+if [ -n "${FLYDB_E2E_WRAPPER:-}" ]; then
+  printf '#!/bin/sh\nexec %s %s "$@"\n' "$FLYDB_E2E_WRAPPER" "$FLYDB" >"$T/flydb"
+  chmod +x "$T/flydb"
+  FLYDB=$T/flydb
+fi
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }

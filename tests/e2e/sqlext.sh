@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
-EXT=$(dirname "$FLYDB")/../sqlext/flydb_ext
+EXT=$(dirname "$FLYDB_BIN")/../sqlext/flydb_ext
 [ -f "$EXT.so" ] || fail "no extension at $EXT.so (is src/sqlext built?)"
 TOY=$E2E/../../datasets/toy
 db=f.db
