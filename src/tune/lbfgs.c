@@ -56,6 +56,7 @@ static const char *const stop_str[] = {
   "evaluation limit reached",
   "line search failed",
   "objective not finite",
+  "remaining decrease at the objective's rounding level",
 };
 
 const char *fly_lbfgs_stop_str(fly_lbfgs_stop s)
@@ -416,6 +417,12 @@ fly_rc fly_lbfgs_run(fly_lbfgs *l, fly_lbfgs_fn fg, void *user, double *x,
         k = 0;                          /* ... unless rounding: start over */
         steepest = 1;
         continue;
+      }
+      /* With curvature pairs, -g'd = g'H^-1 g approximates twice the
+       * decrease left to the minimum (the Newton decrement). */
+      if( o->dec_tol > 0 && -dot(l->d, l->g, n) <= o->dec_tol * fmax(1, fabs(f)) ){
+        r->stop = FLY_LBFGS_DECREMENT;
+        break;
       }
     }
 

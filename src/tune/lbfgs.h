@@ -38,8 +38,11 @@ typedef enum {
   FLY_LBFGS_MAXITER,     /* max_iter iterations done (not converged) */
   FLY_LBFGS_MAXEVAL,     /* max_evals evaluations done (not converged) */
   FLY_LBFGS_LINESEARCH,  /* no decrease along steepest descent: FLY_NUMERIC */
-  FLY_LBFGS_NONFINITE    /* f or g NaN/inf where it cannot be avoided:
+  FLY_LBFGS_NONFINITE,   /* f or g NaN/inf where it cannot be avoided:
                             FLY_NUMERIC */
+  FLY_LBFGS_DECREMENT    /* -g'd <= dec_tol * max(1, |f|), d the quasi-
+                            Newton direction: the decrease still to be had
+                            is at f's rounding level: converged */
 } fly_lbfgs_stop;
 
 typedef struct fly_lbfgs_result {
@@ -62,6 +65,10 @@ typedef struct fly_lbfgs_opts {
   double f_tol;      /* (f_{k-past} - f_k) <= f_tol * max(1, |f_k|) stops
                         (1e-13); 0 switches the test off */
   int    past;       /* iterations spanned by the f test (default 3) */
+  double dec_tol;    /* Newton-decrement test (see FLY_LBFGS_DECREMENT),
+                        relative to max(1, |f|); 0 (default) = off.  A sum
+                        of N terms is rounded at about 1e-16 |f| sqrt(N),
+                        so no line search can see a smaller decrease */
   int    max_iter;   /* iterations (default 1000) */
   int    max_evals;  /* evaluations, line searches included (default 5000) */
   int    max_ls;     /* evaluations per line search (default 20) */

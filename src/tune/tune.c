@@ -57,6 +57,8 @@
 #define TUNE_MAX_ITER 500
 #define TUNE_G_TOL    1e-9
 #define TUNE_F_TOL    1e-14   /* relative f decrease over 3 iterations */
+#define TUNE_DEC_TOL  1e-15   /* Newton decrement relative to |f|: below,
+                                 f cannot resolve the step (N = 10^8) */
 #define TUNE_LBFGS_M  8
 #define MAX_SECTIONS  8
 
@@ -648,6 +650,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   lo.m = TUNE_LBFGS_M;
   lo.g_tol = bd->g_tol;
   lo.f_tol = TUNE_F_TOL;
+  lo.dec_tol = TUNE_DEC_TOL;
   lo.max_iter = bd->max_iter;
   lo.max_evals = 4 * bd->max_iter + 20;
   lo.progress = progress;

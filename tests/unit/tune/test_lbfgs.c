@@ -355,6 +355,67 @@ static void test_failures(void)
   fly_lbfgs_free(NULL);
 }
 
+/* ---- a sum of 10^8 terms is rounded at ~1e-16 |f| sqrt(N): f = F0 +
+ * 1/2 sum lam_i (x_i - 1)^2 plus a deterministic "rounding" term of size
+ * 1e-6, exact gradient.  Near the minimum the line search cannot see a
+ * decrease; the Newton-decrement test must stop it there, converged. ---- */
+static fly_rc noisyf(void *u, const double *x, double *f, double *g,
+                     fly_err *err)
+{
+  int *evals = u;
+  uint64_t h = 1469598103934665603u;
+  (void)err;
+  ++*evals;
+  *f = 1e10;
+  for(int i = 0; i < 4; i++){
+    double lam = pow(10.0, i), r = x[i] - 1;
+    *f += 0.5 * lam * r * r;
+    g[i] = lam * r;
+    uint64_t b;
+    memcpy(&b, &x[i], sizeof b);
+    h = (h ^ b) * 1099511628211u;
+  }
+  *f += 1e-6 * ((double)(h >> 11) / 9007199254740992.0 - 0.5);
+  return FLY_OK;
+}
+
+static void test_precision_limit(void)
+{
+  fly_lbfgs *l = NULL;
+  fly_lbfgs_result r;
+  fly_lbfgs_opts o;
+  fly_err err = {0};
+  double x[4] = { -3, 5, 0, 2 };
+  int evals = 0;
+
+  fly_lbfgs_new(4, 8, &l, &err);
+  fly_lbfgs_opts_default(&o);
+  o.g_tol = 1e-14;
+  o.f_tol = 0;
+  o.dec_tol = 1e-15;
+  fly_rc rc = fly_lbfgs_run(l, noisyf, &evals, x, &o, &r, &err);
+  double e = 0;
+  for(int i = 0; i < 4; i++) e = fmax(e, fabs(x[i] - 1));
+  /* stopped when g'H^-1 g <= 1e-5, so each |x_i - 1| <= sqrt(1e-5 / lam_i) */
+  TAP_OK(rc == FLY_OK && r.stop == FLY_LBFGS_DECREMENT && e < 4e-3,
+         "f at its rounding level: stops by the Newton decrement (rc %d, %s, "
+         "max |x - 1| %.3g, %d iters, %d evals)", rc,
+         fly_lbfgs_stop_str(r.stop), e, r.iters, r.evals);
+  TAP_OK(r.evals <= 40, "... without a long futile line search (%d evals)",
+         r.evals);
+  int with = r.evals;
+  /* the same without the test: it spends evaluations on noise */
+  x[0] = -3; x[1] = 5; x[2] = 0; x[3] = 2;
+  o.dec_tol = 0;
+  fly_err_clear(&err);
+  evals = 0;
+  rc = fly_lbfgs_run(l, noisyf, &evals, x, &o, &r, &err);
+  TAP_OK(r.stop != FLY_LBFGS_DECREMENT && r.evals > with,
+         "without it the minimiser runs on (%s, %d evals, %d with it)",
+         fly_lbfgs_stop_str(r.stop), r.evals, with);
+  fly_lbfgs_free(l);
+}
+
 int main(void)
 {
   test_rosenbrock(2);
@@ -364,5 +425,6 @@ int main(void)
   test_logistic(1.0, 1.0, "moderate");
   test_logistic(100.0, 4.0, "near-separable, weak prior");
   test_failures();
+  test_precision_limit();
   return tap_done();
 }
