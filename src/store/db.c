@@ -8,8 +8,9 @@
  * writes tables into somebody else's database.  An older version is brought
  * up to date in one transaction: migrations are all-or-nothing.
  *
- * Connection settings: foreign keys on, memory-mapped I/O on (random row
- * reads go through the OS page cache without copies), a busy timeout so a
+ * Connection settings: foreign keys on, memory-mapped I/O for files that
+ * fit in a quarter of RAM (random row reads then go through the OS page
+ * cache without copies; larger files are read with read()), a busy timeout so a
  * reader and a writer in different processes wait briefly instead of
  * failing.  WAL is switched on by fly_db_wal() when a run starts writing.
  */
@@ -17,8 +18,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/schema.h"
 #include "util/mem.h"
@@ -184,6 +187,23 @@ static fly_rc check_identity(fly_db *db, fly_err *err)
   return FLY_OK;
 }
 
+/* How much of the file SQLite may memory-map.  Mapped random reads are
+ * 2.6x faster than read() while the file is in the OS page cache, but about
+ * 2x slower once it is not (first-touch faults; docs/benchmarks.md), so a
+ * file is mapped only if it fits in a quarter of physical memory.
+ * FLYDB_MMAP=on|off overrides. */
+static long long mmap_bytes(const char *path)
+{
+  const long long all = 1LL << 40;
+  const char *e = getenv("FLYDB_MMAP");
+  struct stat st;
+  if( e && strcmp(e, "on") == 0 ) return all;
+  if( e && strcmp(e, "off") == 0 ) return 0;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  if( pages <= 0 || psz <= 0 || stat(path, &st) != 0 ) return all;
+  return (double)st.st_size <= 0.25 * (double)pages * (double)psz ? all : 0;
+}
+
 fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
 {
   fly_db *db = NULL;
@@ -222,9 +242,12 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
   }else{
     rc = fly_db_exec(db, "PRAGMA synchronous=NORMAL", err);
   }
-  if( rc == FLY_OK )
-    rc = fly_db_exec(db, (flags & FLY_DB_FAST) ? "PRAGMA foreign_keys=ON"
-                         : "PRAGMA foreign_keys=ON; PRAGMA mmap_size=1099511627776", err);
+  if( rc == FLY_OK ){
+    char pragma[96];
+    snprintf(pragma, sizeof pragma, "PRAGMA foreign_keys=ON; PRAGMA mmap_size=%lld",
+             (flags & FLY_DB_FAST) ? 0LL : mmap_bytes(path));
+    rc = fly_db_exec(db, pragma, err);
+  }
   if( rc ){
     /* A non-database file fails at the first statement that reads it. */
     if( sqlite3_errcode(db->h) == SQLITE_NOTADB )
