@@ -3,8 +3,7 @@
 # --regular, --z gibbs and --z implicit.  Every chain has one row per part
 # (theta, z, read, decode, write, other), shares in [0, 100] that add up to
 # 100 (times are exclusive, so they partition the loop), seconds that add up
-# to about the loop time; without --profile nothing is stored.  A version-1
-# database (no profile table) is upgraded when opened.
+# to about the loop time; without --profile nothing is stored.
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
@@ -48,10 +47,3 @@ eq "rows without --profile" "$(q $db "SELECT count(*) FROM profile WHERE run_id 
 if grep -q "profile of" "$T/err"; then fail "a profile was printed without --profile"; fi
 ok "without --profile: no report, no rows"
 
-# a version-1 file (before the profile table) is upgraded in one step
-cp $db v1.db
-sqlite3 v1.db "DROP TABLE profile; PRAGMA user_version = 1"
-expect 0 "$FLYDB" info --db v1.db
-eq "upgraded version" "$(q v1.db "PRAGMA user_version")" "$(q $db "PRAGMA user_version")"
-eq "profile table after the upgrade" "$(q v1.db "SELECT count(*) FROM sqlite_schema WHERE name = 'profile'")" 1
-ok "a version-1 database is upgraded on open"
