@@ -62,6 +62,7 @@ struct fly_chain {
   int        id;
   size_t     P, W, nxi, bw;   /* params, data width, xi per row, bound width */
   fly_db    *db;
+  sqlite3_stmt *st_begin, *st_commit;  /* read transactions, prepared once */
   fly_pages *data, *bnd;
   fly_rng    rng;
   fly_mh     mh;            /* the theta kernel in use is cfg->kernel */
@@ -166,16 +167,22 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
 
 /* Reads of one step share one read transaction: each page fetch outside a
  * transaction would open and close its own (about 10 us each), and a
- * transaction held across iterations would stop WAL checkpoints. */
+ * transaction held across iterations would stop WAL checkpoints.  The
+ * statements are prepared once (sqlite3_exec would compile and allocate
+ * them at every step). */
 static void read_begin(fly_chain *c)
 {
-  if( c->db ) sqlite3_exec(fly_db_sqlite(c->db), "BEGIN", NULL, NULL, NULL);
+  if( !c->st_begin ) return;
+  sqlite3_step(c->st_begin);
+  sqlite3_reset(c->st_begin);
 }
 
 static void read_end(fly_chain *c)
 {
-  if( c->db && !sqlite3_get_autocommit(fly_db_sqlite(c->db)) )
-    sqlite3_exec(fly_db_sqlite(c->db), "COMMIT", NULL, NULL, NULL);
+  if( c->st_commit && !sqlite3_get_autocommit(fly_db_sqlite(c->db)) ){
+    sqlite3_step(c->st_commit);
+    sqlite3_reset(c->st_commit);
+  }
 }
 
 /* ---- targets ---------------------------------------------------------- */
@@ -556,6 +563,8 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
 
   if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
+  if( (rc = fly_db_prepare(c->db, "BEGIN", &c->st_begin, err)) ) goto done;
+  if( (rc = fly_db_prepare(c->db, "COMMIT", &c->st_commit, err)) ) goto done;
   if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
     size_t share = cfg->z == FLY_Z_REGULAR ? cfg->cache_bytes : cfg->cache_bytes / 4 * 3;
     if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
@@ -609,6 +618,8 @@ void fly_chain_close(fly_chain *c)
   fly_bright_free(&c->br);
   fly_pages_close(c->data);
   fly_pages_close(c->bnd);
+  sqlite3_finalize(c->st_begin);
+  sqlite3_finalize(c->st_commit);
   fly_db_close(c->db);
   fly_free(c->th);
   fly_free(c->logL);
