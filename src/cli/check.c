@@ -1015,7 +1015,7 @@ static void check_chain_rows(checker *ck, const runinfo *r, int64_t c,
 {
   const char *tab = is_draw ? "draw" : "iteration";
   sqlite3_stmt *st = prep(ck, is_draw
-    ? "SELECT iter, count(*), min(idx), max(idx) FROM draw"
+    ? "SELECT iter, count(value), min(idx), max(idx) FROM draw"
       " WHERE run_id = ?1 AND chain = ?2 GROUP BY iter ORDER BY iter"
     : "SELECT iter, 1, 0, 0 FROM iteration WHERE run_id = ?1 AND chain = ?2"
       " ORDER BY iter");

@@ -47,7 +47,7 @@ typedef struct sample_cfg {
   fly_model   m;            /* resolved against the data set in run_sample */
   fly_kernel  kernel;
   int64_t     n_leap;
-  int         fixed_bounds, isotropic, init_map, quiet;
+  int         fixed_bounds, isotropic, init_map, quiet, profile;
 } sample_cfg;
 
 typedef struct job {
@@ -60,7 +60,8 @@ typedef struct job {
   size_t               ckpt_len;
   atomic_llong         done;       /* iterations completed */
   atomic_llong         acc, bright;
-  double               t_write, t_theta, t_z, t_read, t_loop, t_full;
+  double               t_loop, t_full;
+  fly_prof             prof;       /* --profile: exclusive times of the loop */
   int64_t              n_viol;
   atomic_int           rc;         /* fly_rc; read by the progress loop */
   fly_err              err;
@@ -87,6 +88,8 @@ static void *run_chain(void *arg)
   if( (rc = fly_trace_open(sc->db_path, j->run_id, j->id, fly_chain_dim(ch), cap,
                            &tr, err)) ) goto done;
   double t_start = fly_now();
+  fly_prof *pf = fly_chain_prof(ch);
+  if( sc->profile ) fly_prof_start(pf);
   for(int64_t it = j->start + 1; it <= total; it++){
     fly_iter_stats s;
     if( (rc = fly_chain_step(ch, it <= sc->warmup, &s, err)) ){
@@ -103,14 +106,19 @@ static void *run_chain(void *arg)
         if( (rc = fly_chain_full_logpost(ch, &row.full_logpost, &secs, err)) ) goto done;
         j->t_full += secs;
       }
-      if( (rc = fly_trace_add(tr, it, fly_chain_theta(ch), &row, err)) ) goto done;
+      fly_prof_push(pf, FLY_PROF_WRITE);
+      rc = fly_trace_add(tr, it, fly_chain_theta(ch), &row, err);
+      fly_prof_pop(pf);
+      if( rc ) goto done;
     }
     int stop = atomic_load(&g_stop);
     double t = fly_now();
     if( it == total || stop || fly_trace_pending(tr) + 1 >= cap ||
         (it % sc->ckpt_every) == 0 || t - last > 2.0 ){
-      if( (rc = fly_chain_save(ch, &blob, &len, err)) ) goto done;
-      rc = fly_trace_commit(tr, it, blob, len, err);
+      fly_prof_push(pf, FLY_PROF_WRITE);
+      rc = fly_chain_save(ch, &blob, &len, err);
+      if( rc == FLY_OK ) rc = fly_trace_commit(tr, it, blob, len, err);
+      fly_prof_pop(pf);
       fly_free(blob);
       blob = NULL;
       if( rc ) goto done;
@@ -121,8 +129,10 @@ static void *run_chain(void *arg)
     if( stop ) break;
   }
 done:
-  if( ch ) fly_chain_times(ch, &j->t_theta, &j->t_z, &j->t_read);
-  if( tr ) j->t_write = fly_trace_seconds(tr);
+  if( ch ){
+    fly_prof_stop(fly_chain_prof(ch));
+    j->prof = *fly_chain_prof(ch);
+  }
   fly_trace_close(tr);
   fly_chain_close(ch);
   j->rc = rc;
@@ -160,6 +170,9 @@ static fly_opt sample_opts_tmpl[] = {
   { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
                                        "iterations (default 1000; also every 2 s)", 0, 0 },
   { "resume", FLY_OPT_VALUE, "continue interrupted run RUN_ID", 0, 0 },
+  { "profile", FLY_OPT_FLAG, "report where the sampling loop's wall time goes (theta, "
+                            "z, row reads, page decoding, writing, other; stored in "
+                            "table profile)", 0, 0 },
   { "quiet", FLY_OPT_FLAG, "no summary at the end", 0, 0 },
   { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
   { NULL, 0, NULL, 0, 0 },
@@ -272,6 +285,7 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   if( fly_args_set(a, "step") && !(sc->eps0 > 0) )
     return fly_fail(err, FLY_MISUSE, "--step must be positive");
   sc->quiet = fly_args_set(a, "quiet");
+  sc->profile = fly_args_set(a, "profile");
   return FLY_OK;
 }
 
@@ -307,6 +321,7 @@ static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n
   else if( !strcmp(name, "checkpoint-every") ) snprintf(buf, n, "%lld", (long long)sc->ckpt_every);
   else if( !strcmp(name, "full-logpost-every") ) snprintf(buf, n, "%lld", (long long)sc->full_every);
   else if( !strcmp(name, "quiet") ) snprintf(buf, n, "%d", sc->quiet);
+  else if( !strcmp(name, "profile") ) snprintf(buf, n, "%d", sc->profile);
 }
 
 /* Store every option: as given on the command line (is_default 0) or as
@@ -478,6 +493,61 @@ static fly_rc finish_run(fly_db *db, int64_t run_id, const char *status,
   return rc;
 }
 
+/* --profile: print each chain's and the total share of the sampling loop
+ * per part on stderr and store them in table profile (this invocation's
+ * loops; a resumed run replaces the rows). */
+static fly_rc report_profile(fly_db *db, int64_t run_id, const job *jobs, int n,
+                             fly_err *err)
+{
+  double tot[FLY_PROF_N] = {0}, all = 0;
+  int64_t n_it = 0;
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_begin(db, err);
+  if( rc ) return rc;
+  rc = fly_db_prepare(db, "INSERT OR REPLACE INTO profile(run_id, chain, part, seconds, "
+                      "share, n_iters) VALUES (?1,?2,?3,?4,?5,?6)", &st, err);
+  for(int c = 0; c < n && rc == FLY_OK; c++){
+    const fly_prof *pf = &jobs[c].prof;
+    double sum = fly_prof_total(pf);
+    int64_t it = atomic_load(&jobs[c].done) - jobs[c].start;
+    n_it += it;
+    for(int k = 0; k < FLY_PROF_N && rc == FLY_OK; k++){
+      tot[k] += pf->t[k];
+      all += pf->t[k];
+      sqlite3_bind_int64(st, 1, run_id);
+      sqlite3_bind_int(st, 2, c);
+      sqlite3_bind_text(st, 3, fly_prof_name((fly_prof_part)k), -1, SQLITE_STATIC);
+      sqlite3_bind_double(st, 4, pf->t[k]);
+      sqlite3_bind_double(st, 5, sum > 0 ? 100.0 * pf->t[k] / sum : 0.0);
+      sqlite3_bind_int64(st, 6, it);
+      if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "storing the profile");
+      sqlite3_reset(st);
+    }
+  }
+  sqlite3_finalize(st);
+  if( rc == FLY_OK ) rc = fly_db_commit(db, err);
+  if( rc ){ fly_db_rollback(db); return rc; }
+
+  fprintf(stderr, "profile of the sampling loop (exclusive wall time: a row read inside "
+          "the z step counts as read, a page fetch inside a read as decode)\n%-8s", "part");
+  for(int c = 0; c < n; c++) fprintf(stderr, "  chain %-2d", c + 1);
+  fprintf(stderr, "     total  us/iter\n");
+  for(int k = 1; k <= FLY_PROF_N; k++){
+    int part = k % FLY_PROF_N;          /* "other" last */
+    fprintf(stderr, "%-8s", fly_prof_name((fly_prof_part)part));
+    for(int c = 0; c < n; c++){
+      double sum = fly_prof_total(&jobs[c].prof);
+      fprintf(stderr, " %8.1f%%", sum > 0 ? 100.0 * jobs[c].prof.t[part] / sum : 0.0);
+    }
+    fprintf(stderr, " %8.1f%% %8.2f\n", all > 0 ? 100.0 * tot[part] / all : 0.0,
+            n_it > 0 ? 1e6 * tot[part] / (double)n_it : 0.0);
+  }
+  fprintf(stderr, "%-8s", "seconds");
+  for(int c = 0; c < n; c++) fprintf(stderr, " %9.2f", fly_prof_total(&jobs[c].prof));
+  fprintf(stderr, " %9.2f %8.2f\n", all, n_it > 0 ? 1e6 * all / (double)n_it : 0.0);
+  return FLY_OK;
+}
+
 /* Checkpoints of a run being resumed: per chain (iteration, blob). */
 static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
                                fly_err *err)
@@ -502,7 +572,7 @@ static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
    * with no checkpoint starts from scratch: remove anything it wrote */
   for(int c = 0; c < n && rc == FLY_OK; c++){
     char sql[256];
-    snprintf(sql, sizeof sql, "DELETE FROM draw WHERE run_id=%lld AND chain=%d AND iter>%lld;"
+    snprintf(sql, sizeof sql, "DELETE FROM draw_block WHERE run_id=%lld AND chain=%d AND iter>%lld;"
              "DELETE FROM iteration WHERE run_id=%lld AND chain=%d AND iter>%lld",
              (long long)run_id, c, (long long)jobs[c].start, (long long)run_id, c,
              (long long)jobs[c].start);
@@ -668,6 +738,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
   }
   double wall = fly_now() - t0, loop = 0;
   for(int c = 0; c < nstarted; c++) if( jobs[c].t_loop > loop ) loop = jobs[c].t_loop;
+  if( rc == FLY_OK && sc.profile ) rc = report_profile(db, run_id, jobs, nstarted, &err);
   if( rc == FLY_OK && atomic_load(&g_stop) ){
     finish_run(db, run_id, "running", "interrupted; continue with --resume", wall, loop, &err);
     fprintf(stderr, "flydb: interrupted; every chain stopped at a checkpoint. Continue "
@@ -678,17 +749,16 @@ static int run_sample(fly_args *a, int64_t resume_id)
   if( rc == FLY_OK ){
     rc = finish_run(db, run_id, "done", NULL, wall, loop, &err);
     if( rc == FLY_OK && !sc.quiet ){
-      double tt = 0, tz = 0, trd = 0, tw = 0, tf = 0;
+      double tf = 0;
       int64_t n_it = 0;
       for(int c = 0; c < nstarted; c++){
-        tt += jobs[c].t_theta; tz += jobs[c].t_z; trd += jobs[c].t_read; tw += jobs[c].t_write;
         tf += jobs[c].t_full;
         n_it += atomic_load(&jobs[c].done) - jobs[c].start;
       }
       fprintf(stderr, "run %lld done in %.2f s; iterations %.2f s (%.3g ms per iteration "
-              "per chain; chain time: theta %.2f s, z %.2f s, reads %.2f s, writing %.2f s)\n",
-              (long long)run_id, wall, loop, n_it > 0 ? 1e3 * loop * (double)nstarted / (double)n_it : 0.0,
-              tt, tz, trd, tw);
+              "per chain%s)\n", (long long)run_id, wall, loop,
+              n_it > 0 ? 1e3 * loop * (double)nstarted / (double)n_it : 0.0,
+              sc.profile ? "" : "; --profile shows where the time goes");
       if( sc.full_every > 0 )
         fprintf(stderr, "full-data log posterior every %lld iterations: %.2f s of chain time "
                 "(%.1f%% of the iteration loops)\n", (long long)sc.full_every, tf,
@@ -722,12 +792,13 @@ int fly_cmd_sample(int argc, char **argv)
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "sample", synopsis); return 0; }
   if( !fly_args_set(&a, "resume") ) return run_sample(&a, 0);
 
-  /* --resume RUN_ID: only --db (and --quiet) may accompany it. */
+  /* --resume RUN_ID: only --db (and --quiet, --profile) may accompany it. */
   int64_t run_id;
   if( fly_args_int(&a, "resume", 0, 1, INT64_MAX, &run_id, &err) )
     return fly_usage_error(&a, "sample", synopsis, &err);
   for(fly_opt *o = opts; o->name; o++)
-    if( o->set && strcmp(o->name, "resume") && strcmp(o->name, "db") && strcmp(o->name, "quiet") ){
+    if( o->set && strcmp(o->name, "resume") && strcmp(o->name, "db") && strcmp(o->name, "quiet") &&
+        strcmp(o->name, "profile") ){
       fly_fail(&err, FLY_MISUSE, "--resume continues a run with its stored options; "
                "--%s cannot be changed", o->name);
       return fly_usage_error(&a, "sample", synopsis, &err);
@@ -760,6 +831,7 @@ int fly_cmd_sample(int argc, char **argv)
     o->set = 1;
     o->value = dbp;
     if( fly_args_set(&a, "quiet") ) fly_args_get(&a2, "quiet")->set = 1;
+    if( fly_args_set(&a, "profile") ) fly_args_get(&a2, "profile")->set = 1;
     int r = run_sample(&a2, run_id);
     free_argv(av, ac);
     return r;

@@ -62,6 +62,7 @@ struct fly_chain {
   int        id;
   size_t     P, W, nxi, bw;   /* params, data width, xi per row, bound width */
   fly_db    *db;
+  sqlite3_stmt *st_begin, *st_commit;  /* read transactions, prepared once */
   fly_pages *data, *bnd;
   fly_rng    rng;
   fly_mh     mh;            /* the theta kernel in use is cfg->kernel */
@@ -86,7 +87,7 @@ struct fly_chain {
   /* counters of the current iteration */
   int64_t    n_lik, n_reads, n_cand, n_viol;
   int        scanned;
-  double     t_theta, t_z, t_read;
+  fly_prof   prof;            /* exclusive times (fly_chain_prof); off by default */
 };
 
 static const char *const kernel_names[] = { "mh", "mala", "slice", "hmc" };
@@ -166,16 +167,22 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
 
 /* Reads of one step share one read transaction: each page fetch outside a
  * transaction would open and close its own (about 10 us each), and a
- * transaction held across iterations would stop WAL checkpoints. */
+ * transaction held across iterations would stop WAL checkpoints.  The
+ * statements are prepared once (sqlite3_exec would compile and allocate
+ * them at every step). */
 static void read_begin(fly_chain *c)
 {
-  if( c->db ) sqlite3_exec(fly_db_sqlite(c->db), "BEGIN", NULL, NULL, NULL);
+  if( !c->st_begin ) return;
+  sqlite3_step(c->st_begin);
+  sqlite3_reset(c->st_begin);
 }
 
 static void read_end(fly_chain *c)
 {
-  if( c->db && !sqlite3_get_autocommit(fly_db_sqlite(c->db)) )
-    sqlite3_exec(fly_db_sqlite(c->db), "COMMIT", NULL, NULL, NULL);
+  if( c->st_commit && !sqlite3_get_autocommit(fly_db_sqlite(c->db)) ){
+    sqlite3_step(c->st_commit);
+    sqlite3_reset(c->st_commit);
+  }
 }
 
 /* ---- targets ---------------------------------------------------------- */
@@ -192,7 +199,6 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
   fly_chain *c = ctx;
   const fly_model *m = c->m;
   size_t B = (size_t)fly_bright_count(&c->br);
-  double t0 = now();
   if( grad ) memset(grad, 0, c->P * sizeof *grad);
   double base = fly_model_log_prior(m, th, grad)
               + m->type->bound_sum(m, c->cfg->bounds->mom, th, grad);
@@ -220,7 +226,6 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
   }
   c->base_new = base;
   *lp = base + sum;
-  c->t_theta += now() - t0;
   if( isnan(*lp) ) return nan_fail(c, err, "FlyMC conditional");
   return FLY_OK;
 }
@@ -255,9 +260,10 @@ static fly_rc full_sum(fly_chain *c, const double *th, double *out, double *grad
     for(int64_t pg = 0; pg < in->n_pages; pg++){
       const double *rows;
       size_t n;
-      double tr = now();
-      if( (rc = fly_pages_get(c->data, pg, &rows, &n, err)) ) return rc;
-      c->t_read += now() - tr;
+      fly_prof_push(&c->prof, FLY_PROF_READ);
+      rc = fly_pages_get(c->data, pg, &rows, &n, err);
+      fly_prof_pop(&c->prof);
+      if( rc ) return rc;
       if( (rc = ev_reserve(c, n, err)) ) return rc;
       m->type->eval(m, th, rows, c->W, NULL, n, c->logL, NULL, c->work);
       for(size_t i = 0; i < n; i++) sum += c->logL[i];
@@ -273,14 +279,12 @@ static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad
                            fly_err *err)
 {
   fly_chain *c = ctx;
-  double t0 = now();
   if( !c->cfg->Xall ) read_begin(c);
   fly_rc rc = full_sum(c, th, lp, grad, err);
   read_end(c);
   if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
   c->n_lik += c->cfg->N;
   c->lp_new = *lp;
-  c->t_theta += now() - t0;
   return rc;
 }
 
@@ -307,11 +311,12 @@ static void regular_accept(void *ctx) { (void)ctx; }
 static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
 {
   fly_rc rc;
-  double t0 = now();
   if( k == 0 ) return FLY_OK;
-  if( (rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err)) ) return rc;
-  if( (rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err)) ) return rc;
-  c->t_read += now() - t0;
+  fly_prof_push(&c->prof, FLY_PROF_READ);
+  rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err);
+  if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err);
+  fly_prof_pop(&c->prof);
+  if( rc ) return rc;
   for(size_t i = 0; i < k; i++)
     for(size_t j = 0; j < c->nxi; j++)
       c->cxi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
@@ -352,13 +357,14 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
   for(int64_t pg = 0; pg < in->n_pages; pg++){
     const double *X, *Bd;
     size_t n, nb;
-    double t0 = now();
-    if( (rc = fly_pages_get(c->data, pg, &X, &n, err)) ) return rc;
-    if( (rc = cand_reserve(c, n, err)) ) return rc;
+    fly_prof_push(&c->prof, FLY_PROF_READ);
+    rc = fly_pages_get(c->data, pg, &X, &n, err);
+    if( rc == FLY_OK ) rc = cand_reserve(c, n, err);
     /* copy: the next fly_pages_get on the bound handle is independent, but
      * the data pointer must survive only until the loop below */
-    if( (rc = fly_pages_get(c->bnd, pg, &Bd, &nb, err)) ) return rc;
-    c->t_read += now() - t0;
+    if( rc == FLY_OK ) rc = fly_pages_get(c->bnd, pg, &Bd, &nb, err);
+    fly_prof_pop(&c->prof);
+    if( rc ) return rc;
     if( nb != n ) return fly_fail(err, FLY_CORRUPT, "page %lld: %zu data rows but "
                                   "%zu bound rows", (long long)pg, n, nb);
     for(size_t i = 0; i < n; i++)
@@ -507,10 +513,11 @@ static fly_rc z_explicit(fly_chain *c, fly_err *err)
   }
   if( nread ){
     int64_t *ids = c->cid + k;
-    double t0 = now();
-    if( (rc = fly_pages_read_rows(c->data, ids, nread, c->cX + k * c->W, err)) ) return rc;
-    if( (rc = fly_pages_read_rows(c->bnd, ids, nread, c->cB, err)) ) return rc;
-    c->t_read += now() - t0;
+    fly_prof_push(&c->prof, FLY_PROF_READ);
+    rc = fly_pages_read_rows(c->data, ids, nread, c->cX + k * c->W, err);
+    if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, ids, nread, c->cB, err);
+    fly_prof_pop(&c->prof);
+    if( rc ) return rc;
     for(size_t i = 0; i < nread; i++)
       for(size_t j = 0; j < c->nxi; j++)
         c->cxi[(k + i) * c->nxi + j] = (float)c->cB[i * c->bw + j];
@@ -556,14 +563,18 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
 
   if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
+  if( (rc = fly_db_prepare(c->db, "BEGIN", &c->st_begin, err)) ) goto done;
+  if( (rc = fly_db_prepare(c->db, "COMMIT", &c->st_commit, err)) ) goto done;
   if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
     size_t share = cfg->z == FLY_Z_REGULAR ? cfg->cache_bytes : cfg->cache_bytes / 4 * 3;
     if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
                              &c->data, err)) ) goto done;
+    fly_pages_set_prof(c->data, &c->prof);
   }
   if( cfg->z != FLY_Z_REGULAR ){
     if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id,
                              cfg->cache_bytes / 4, &c->bnd, err)) ) goto done;
+    fly_pages_set_prof(c->bnd, &c->prof);
     if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, err)) ) goto done;
   }
   c->th = fly_alloc_array(c->P, sizeof *c->th);
@@ -607,6 +618,8 @@ void fly_chain_close(fly_chain *c)
   fly_bright_free(&c->br);
   fly_pages_close(c->data);
   fly_pages_close(c->bnd);
+  sqlite3_finalize(c->st_begin);
+  sqlite3_finalize(c->st_commit);
   fly_db_close(c->db);
   fly_free(c->th);
   fly_free(c->logL);
@@ -626,13 +639,7 @@ const double *fly_chain_theta(const fly_chain *c) { return c->th; }
 struct fly_target *fly_chain_target(fly_chain *c) { return &c->tgt; }
 size_t fly_chain_dim(const fly_chain *c) { return c->P; }
 
-void fly_chain_times(const fly_chain *c, double *t_theta, double *t_z,
-                     double *t_read)
-{
-  *t_theta = c->t_theta;
-  *t_z = c->t_z;
-  *t_read = c->t_read;
-}
+fly_prof *fly_chain_prof(fly_chain *c) { return &c->prof; }
 
 static void reset_counters(fly_chain *c)
 {
@@ -688,7 +695,7 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
 {
   fly_rc rc = FLY_OK;
   if( c->cfg->z != FLY_Z_REGULAR ){
-    double t0 = now(), tr = c->t_read;
+    fly_prof_push(&c->prof, FLY_PROF_Z);
     read_begin(c);
     switch( c->cfg->z ){
     case FLY_Z_EXPLICIT: rc = z_explicit(c, err); break;
@@ -697,10 +704,11 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
     default:             rc = FLY_MISUSE; break;
     }
     read_end(c);
-    if( rc ) return rc;
-    c->lp = c->base + bright_sum(c);
-    kernel_invalidate(c);
-    c->t_z += (now() - t0) - (c->t_read - tr);
+    if( rc == FLY_OK ){
+      c->lp = c->base + bright_sum(c);
+      kernel_invalidate(c);
+    }
+    fly_prof_pop(&c->prof);
   }
   return rc;
 }
@@ -749,7 +757,9 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
   int acc = 0;
   double eps = kernel_eps(c, adapt);
   reset_counters(c);
+  fly_prof_push(&c->prof, FLY_PROF_THETA);
   rc = theta_step(c, adapt, &acc, err);
+  fly_prof_pop(&c->prof);
   if( rc == FLY_OK ) rc = zstep(c, err);
   if( rc ) return rc;
   fill_stats(c, acc, eps, s);

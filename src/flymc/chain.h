@@ -22,6 +22,7 @@
 #include "models/model.h"
 #include "tune/tune.h"
 #include "util/err.h"
+#include "util/prof.h"
 
 typedef enum {
   FLY_Z_REGULAR = 0,   /* every z_n = 1: full-data MCMC, no bounds */
@@ -117,8 +118,10 @@ fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err
  * FLY_CORRUPT if the blob is malformed. */
 fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *err);
 
-/* Time spent so far in the theta step, the z step, and store reads. */
-void   fly_chain_times(const fly_chain *c, double *t_theta, double *t_z,
-                       double *t_read);
+/* The chain's profile (util/prof.h), off until fly_prof_start: the theta
+ * step, the z step, row reads and page fetches are charged to their parts;
+ * callers push their own parts (the trace writer) on the same stack.
+ * Borrowed, valid while the chain is open; one thread at a time. */
+fly_prof *fly_chain_prof(fly_chain *c);
 
 #endif

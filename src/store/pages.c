@@ -88,6 +88,7 @@ struct fly_pages {
   size_t         ws_cap;
   size_t         hist[RADIX];  /* radix sort counts */
   fly_pages_stats st;
+  fly_prof      *prof;         /* borrowed, or NULL */
 };
 
 static double now_seconds(void)
@@ -320,6 +321,8 @@ void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s)
   *s = p->st;
 }
 
+void fly_pages_set_prof(fly_pages *p, fly_prof *prof) { p->prof = prof; }
+
 /* ---- fetching one page ------------------------------------------------ */
 
 /* End of a public call: drop the BLOB handle and with it the read
@@ -354,7 +357,7 @@ static fly_rc seek_blob(fly_pages *p, int64_t k, fly_err *err)
 }
 
 /* Read, verify and decode page k into dst (page_vals doubles). */
-static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
+static fly_rc fetch_page(fly_pages *p, int64_t k, double *dst, fly_err *err)
 {
   const pmeta *m = &p->meta[k];
   size_t n_vals = (size_t)m->n_rows * p->info.width;
@@ -398,6 +401,14 @@ static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
   }
   rc = fly_fail(err, FLY_SQL, "%s, page %lld: reading the payload: %s (%s)",
                 p->name, (long long)k, sqlite3_errstr(s), fly_db_path(p->db));
+  return rc;
+}
+
+static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
+{
+  if( p->prof ) fly_prof_push(p->prof, FLY_PROF_DECODE);
+  fly_rc rc = fetch_page(p, k, dst, err);
+  if( p->prof ) fly_prof_pop(p->prof);
   return rc;
 }
 

@@ -28,6 +28,7 @@
 
 #include "store/db.h"
 #include "util/err.h"
+#include "util/prof.h"
 
 typedef struct fly_pages fly_pages;
 
@@ -74,5 +75,9 @@ typedef struct fly_pages_stats {
   double  decode_seconds;   /* time spent in fetch + decode */
 } fly_pages_stats;
 void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s);
+
+/* Charge page fetches (BLOB read, checksum, decode) to FLY_PROF_DECODE of
+ * prof (borrowed: valid while the handle is used; NULL: none). */
+void fly_pages_set_prof(fly_pages *p, fly_prof *prof);
 
 #endif

@@ -1,14 +1,19 @@
 /*
  * trace.c -- batched writes of draws and diagnostics (see trace.h).
  *
- * Cost: one INSERT per parameter per kept iteration (table `draw` is long,
- * WITHOUT ROWID, keyed by run, chain, iter, idx) plus one for diagnostics,
- * all through prepared statements inside one transaction per batch.
+ * Layout (schema/003_draw_block.sql): an iteration's parameters go into
+ * ceil(P/64) rows of draw_block, 64 REAL columns each; the view `draw`
+ * unpacks them into the long (run, chain, iter, idx, value) rows readers
+ * see.  Cost per kept iteration: ceil(P/64) inserts plus one for the
+ * diagnostics, appended in key order, through prepared statements whose
+ * run and chain are bound once, inside one transaction per batch.  The
+ * long table this replaces took one insert per parameter, 2-4 us each:
+ * more than a FlyMC iteration (docs/benchmarks.md, "Writing draws").
  */
 #include "store/trace.h"
 
+#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "store/db.h"
 #include "util/mem.h"
@@ -22,15 +27,9 @@ struct fly_trace {
   double       *th;        /* cap x P */
   fly_trace_row *rows;
   sqlite3_stmt *ins_draw, *ins_iter, *put_ckpt;
-  double        seconds;
 };
 
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#define BLOCK 64     /* parameters per draw_block row (columns v0..v63) */
 
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err)
@@ -49,13 +48,26 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
   t->rows = fly_alloc_array(t->cap, sizeof *t->rows);
   if( !t->iter || !t->th || !t->rows ){ rc = fly_fail(err, FLY_NOMEM, "trace buffer"); goto done; }
   if( (rc = fly_db_open(db_path, 0, &t->db, err)) ) goto done;
-  if( (rc = fly_db_prepare(t->db, "INSERT INTO draw(run_id, chain, iter, idx, value) "
-                           "VALUES (?1,?2,?3,?4,?5)", &t->ins_draw, err)) ) goto done;
+  {
+    char sql[1024];
+    int n = snprintf(sql, sizeof sql, "INSERT INTO draw_block VALUES (?1,?2,?3,?4");
+    for(int k = 0; k < BLOCK; k++) n += snprintf(sql + n, sizeof sql - (size_t)n, ",?%d", 5 + k);
+    snprintf(sql + n, sizeof sql - (size_t)n, ")");
+    if( (rc = fly_db_prepare(t->db, sql, &t->ins_draw, err)) ) goto done;
+  }
   if( (rc = fly_db_prepare(t->db, "INSERT INTO iteration(run_id, chain, iter, log_joint, "
                            "n_bright, n_lik_evals, n_reads, accepted, step_size, full_logpost) "
                            "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", &t->ins_iter, err)) ) goto done;
   rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
                       "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
+  if( rc == FLY_OK ){
+    /* bindings survive sqlite3_reset: the run and chain are bound once */
+    sqlite3_stmt *st[3] = { t->ins_draw, t->ins_iter, t->put_ckpt };
+    for(int i = 0; i < 3; i++){
+      sqlite3_bind_int64(st[i], 1, run_id);
+      sqlite3_bind_int(st[i], 2, chain);
+    }
+  }
 done:
   if( rc ){
     fly_trace_close(t);
@@ -91,7 +103,6 @@ fly_rc fly_trace_add(fly_trace *t, int64_t iter, const double *th,
 }
 
 size_t fly_trace_pending(const fly_trace *t) { return t->n; }
-double fly_trace_seconds(const fly_trace *t) { return t->seconds; }
 
 static fly_rc step_done(fly_trace *t, sqlite3_stmt *st, const char *what, fly_err *err)
 {
@@ -104,23 +115,21 @@ static fly_rc step_done(fly_trace *t, sqlite3_stmt *st, const char *what, fly_er
 fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
                         size_t ckpt_len, fly_err *err)
 {
-  double t0 = now();
   fly_rc rc = fly_db_begin(t->db, err);
   if( rc ) return rc;
   for(size_t r = 0; r < t->n && rc == FLY_OK; r++){
     const double *th = t->th + r * t->P;
-    sqlite3_bind_int64(t->ins_draw, 1, t->run_id);
-    sqlite3_bind_int(t->ins_draw, 2, t->chain);
     sqlite3_bind_int64(t->ins_draw, 3, t->iter[r]);
-    for(size_t i = 0; i < t->P && rc == FLY_OK; i++){
-      sqlite3_bind_int64(t->ins_draw, 4, (int64_t)i);
-      sqlite3_bind_double(t->ins_draw, 5, th[i]);
+    for(size_t b = 0; b * BLOCK < t->P && rc == FLY_OK; b++){
+      size_t k, nk = t->P - b * BLOCK < BLOCK ? t->P - b * BLOCK : BLOCK;
+      sqlite3_bind_int64(t->ins_draw, 4, (int64_t)b);
+      for(k = 0; k < nk; k++) sqlite3_bind_double(t->ins_draw, 5 + (int)k, th[b * BLOCK + k]);
+      /* past the last parameter: NULL (only a full block before set them) */
+      for(k = b ? nk : BLOCK; k < BLOCK; k++) sqlite3_bind_null(t->ins_draw, 5 + (int)k);
       rc = step_done(t, t->ins_draw, "writing draws", err);
     }
     if( rc ) break;
     const fly_trace_row *w = &t->rows[r];
-    sqlite3_bind_int64(t->ins_iter, 1, t->run_id);
-    sqlite3_bind_int(t->ins_iter, 2, t->chain);
     sqlite3_bind_int64(t->ins_iter, 3, t->iter[r]);
     sqlite3_bind_double(t->ins_iter, 4, w->log_joint);
     sqlite3_bind_int64(t->ins_iter, 5, w->n_bright);
@@ -133,8 +142,6 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
     rc = step_done(t, t->ins_iter, "writing iteration diagnostics", err);
   }
   if( rc == FLY_OK && ckpt ){
-    sqlite3_bind_int64(t->put_ckpt, 1, t->run_id);
-    sqlite3_bind_int(t->put_ckpt, 2, t->chain);
     sqlite3_bind_int64(t->put_ckpt, 3, iter);
     sqlite3_bind_blob(t->put_ckpt, 4, ckpt, (int)ckpt_len, SQLITE_STATIC);
     rc = step_done(t, t->put_ckpt, "writing the checkpoint", err);
@@ -142,6 +149,5 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
   if( rc == FLY_OK ) rc = fly_db_commit(t->db, err);
   if( rc ) fly_db_rollback(t->db);
   else t->n = 0;
-  t->seconds += now() - t0;
   return rc;
 }

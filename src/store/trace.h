@@ -43,7 +43,4 @@ size_t fly_trace_pending(const fly_trace *t);
 fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
                         size_t ckpt_len, fly_err *err);
 
-/* Seconds spent writing so far. */
-double fly_trace_seconds(const fly_trace *t);
-
 #endif

@@ -96,7 +96,7 @@ damaged ckpt "UPDATE checkpoint SET state = substr(state, 1, 60) WHERE run_id = 
 eq "truncated checkpoint" "$(q ckpt.db "SELECT length(state) FROM checkpoint WHERE chain = 1")" 60
 reported ckpt.db "run 1: chain 1: checkpoint of 60 bytes is shorter than its header"
 
-damaged draws "DELETE FROM draw WHERE run_id = 1 AND chain = 1 AND iter BETWEEN 100 AND 150"
+damaged draws "DELETE FROM draw_block WHERE run_id = 1 AND chain = 1 AND iter BETWEEN 100 AND 150"
 reported draws.db "run 1: chain 1: draw rows missing for iterations 100..150"
 
 # ---- refused files --------------------------------------------------------

@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "store_fixture.h"
+#include "logistic_fixture.h"
 
 #include "flymc/buckets.h"
 #include "flymc/chain.h"
@@ -32,21 +33,6 @@
 #define SEED   77u
 
 static char path[256];
-
-static int make_data(fly_db *db, double *X, int64_t *ds)
-{
-  fly_rng rng;
-  const double beta[D_FEAT] = { 0.4, -1.2, 0.8, 0.3 };
-  fly_rng_seed(&rng, SEED, 0);
-  for(size_t n = 0; n < N_ROWS; n++){
-    double *x = X + n * WID, s = 0;
-    x[0] = 1;
-    for(size_t j = 1; j < D_FEAT; j++) x[j] = fly_rng_normal(&rng);
-    for(size_t j = 0; j < D_FEAT; j++) s += beta[j] * x[j];
-    x[D_FEAT] = fly_rng_uniform(&rng) < 1 / (1 + exp(-s)) ? 1 : 0;
-  }
-  return fx_store_rows(db, "t", X, N_ROWS, WID, PAGE_ROWS, ds);
-}
 
 /* Max relative error of the gradient against central differences. */
 static double fd_check(fly_target *t, const double *th, double *lp_out)
@@ -72,6 +58,7 @@ static double fd_check(fly_target *t, const double *th, double *lp_out)
 int main(void)
 {
   static double X[N_ROWS * WID];
+  const double beta[D_FEAT] = { 0.4, -1.2, 0.8, 0.3 };
   fly_db *db = NULL;
   fly_err err = {0};
   fly_model m;
@@ -87,26 +74,16 @@ int main(void)
   unlink(path);
   rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
-  if( !TAP_OK(make_data(db, X, &ds), "store of %d rows", N_ROWS) ) goto out;
-  memset(&m, 0, sizeof m);
-  m.type = &fly_model_logistic;
-  m.D = D_FEAT;
-  m.tcol = D_FEAT;
-  m.K = 1;
-  m.prior = FLY_PRIOR_NORMAL;
-  m.prior_scale = 2;
+  if( !TAP_OK(fx_logistic_store(db, "t", X, N_ROWS, D_FEAT, beta, SEED, PAGE_ROWS, &ds),
+              "store of %d rows", N_ROWS) ) goto out;
+  fx_logistic_model(&m, D_FEAT, 2);
   fly_tune_opts_default(&o);
   rc = fly_tune_get(db, ds, &m, &o, &id_map, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, id_map, &m, &bmap, &err);
   o.tuning = "fixed";
   if( rc == FLY_OK ) rc = fly_tune_get(db, ds, &m, &o, &id_fix, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, id_fix, &m, &bfix, &err);
-  if( rc == FLY_OK ){
-    fly_pages *bp = NULL;
-    rc = fly_pages_open(db, FLY_TABLE_BOUND, id_map, 0, &bp, &err);
-    if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, &bk, &err);
-    fly_pages_close(bp);
-  }
+  if( rc == FLY_OK ) rc = fx_buckets(db, id_map, &bk, &err);
   if( !TAP_OK(rc == FLY_OK, "tuned MAP and fixed bounds (%s)", err.msg) ) goto out;
 
   struct { const char *name; fly_zmode z; int fixed; int in_memory; } cases[] = {
