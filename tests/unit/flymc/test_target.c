@@ -104,7 +104,7 @@ int main(void)
   if( rc == FLY_OK ){
     fly_pages *bp = NULL;
     rc = fly_pages_open(db, FLY_TABLE_BOUND, id_map, 0, &bp, &err);
-    if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, &bk, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, 0, &bk, &err);
     fly_pages_close(bp);
   }
   if( !TAP_OK(rc == FLY_OK, "tuned MAP and fixed bounds (%s)", err.msg) ) goto out;
