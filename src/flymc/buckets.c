@@ -23,6 +23,7 @@
 #define PER_DOUBLING 4.0
 #define MAX_LEVELS   512
 #define XI_BINS      256
+#define CAND_MIN     0.01    /* see fly_buckets_gap_upper */
 
 static int64_t grid(double k)
 {
@@ -174,7 +175,10 @@ double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, double r)
 {
   double u = m->type->gap_upper(m, b->key[i], r);
-  if( b->xi_lo && m->type->gap_upper_box && b->start[i + 1] > b->start[i] ){
+  /* The box bound costs a few transcendentals: only worth it where the
+   * plain bound expects at least CAND_MIN candidates in the bucket. */
+  double n = (double)(b->start[i + 1] - b->start[i]);
+  if( b->xi_lo && m->type->gap_upper_box && n * u >= CAND_MIN ){
     double v = m->type->gap_upper_box(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
     if( v < u ) u = v;                 /* both are bounds: the smaller one is */
   }
