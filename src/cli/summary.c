@@ -98,7 +98,7 @@ fly_rc fly_summary_print(fly_db *db, int64_t run_id, fly_format fmt, fly_err *er
   char (*names)[64] = NULL;
   fly_rc rc;
   size_t n_keep, C, P, n_used = 0, warn_rhat = 0, warn_ess = 0;
-  double min_ess = INFINITY, acc = NAN, nbright = NAN, nlik = NAN, nreads = NAN;
+  double min_ess = INFINITY, acc = NAN, nbright = NAN, nlik = NAN, nreads = NAN, waste = NAN;
 
   if( (rc = run_info(db, &run_id, &ri, err)) ) return rc;
   C = (size_t)ri.n_chains;
@@ -169,6 +169,9 @@ fly_rc fly_summary_print(fly_db *db, int64_t run_id, fly_format fmt, fly_err *er
   }
   sqlite3_finalize(st);
   st = NULL;
+  /* --z gibbs reads only thinning candidates (or all N rows when it falls
+   * back to a scan): rows read per bright row is the bound's waste. */
+  if( strcmp(ri.z, "gibbs") == 0 && nbright > 0 ) waste = nreads / nbright;
 
   /* Store the table (best effort: a read-only file still gets the print). */
   if( fly_db_exec(db, "SAVEPOINT summary", NULL) == FLY_OK ){
@@ -218,6 +221,7 @@ fly_rc fly_summary_print(fly_db *db, int64_t run_id, fly_format fmt, fly_err *er
     printf(", \"mean_bright\": "); json_num(nbright);
     printf(", \"lik_evals_per_iter\": "); json_num(nlik);
     printf(", \"rows_read_per_iter\": "); json_num(nreads);
+    printf(", \"thinning_waste\": "); json_num(waste);
     printf(", \"sample_seconds\": "); json_num(ri.wall);
     printf(", \"min_ess_bulk_per_second\": "); json_num(ess_s);
     printf(",\n \"variables\": [\n");
@@ -242,6 +246,9 @@ fly_rc fly_summary_print(fly_db *db, int64_t run_id, fly_format fmt, fly_err *er
       printf("\nacceptance %.3f; bright rows %.1f (%.3f%% of N = %lld); per iteration %.1f "
              "likelihood evaluations, %.1f rows read\n", acc, nbright,
              100.0 * nbright / (double)ri.n_rows, (long long)ri.n_rows, nlik, nreads);
+    if( isfinite(waste) )
+      printf("thinning waste %.1f: rows read per iteration / mean bright rows (1 would "
+             "read only rows that turn bright)\n", waste);
     if( isfinite(ess_s) )
       printf("min ess_bulk %.0f in %.2f s of sampling (iteration loops): %.1f effective "
              "draws per second\n", min_ess, ri.wall, ess_s);

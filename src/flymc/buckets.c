@@ -1,10 +1,17 @@
 /*
- * buckets.c -- grouping rows by gap key (see buckets.h).
+ * buckets.c -- grouping rows by gap key and bound parameter (see buckets.h).
  *
- * Bucket of key k > 0: floor(4 log2 k) - lo, clamped to [0, nb); keys of 0
- * (a row whose gap can never be positive, e.g. all-zero features) go to
- * bucket 0 too: their bucket bound is still an upper bound.  Two scans of
- * the bound pages: count, then place (a counting sort).
+ * Key level of key k > 0: floor(4 log2 k) - lo, clamped to [0, 512); keys
+ * of 0 (a row whose gap can never be positive, e.g. all-zero features) go
+ * to level 0 too: their bucket bound is still an upper bound.  Xi bin of
+ * v = |xi|: 0 for v < 1/16, else 1 + floor(4 log2 16 v) clamped to
+ * [1, 256), non-finite v in the last bin; with no xi column every row is in
+ * bin 0.  Buckets are the non-empty (level, bin) cells in that order.  The
+ * grid only decides how tight the buckets are: each bucket keeps the exact
+ * largest key and the exact smallest and largest |xi| of its rows.
+ *
+ * Three scans of the bound pages (range of levels; counts; placing the rows
+ * in row order, a counting sort) plus O(cells) for the cell map.
  */
 #include "flymc/buckets.h"
 
@@ -14,7 +21,9 @@
 #include "util/mem.h"
 
 #define PER_DOUBLING 4.0
-#define MAX_BUCKETS  512
+#define MAX_LEVELS   512
+#define XI_BINS      256
+#define CAND_MIN     0.01    /* see fly_buckets_gap_upper */
 
 static int64_t grid(double k)
 {
@@ -22,16 +31,37 @@ static int64_t grid(double k)
   return (int64_t)floor(PER_DOUBLING * log2(k));
 }
 
+static int64_t xi_bin(double v)
+{
+  if( !isfinite(v) ) return XI_BINS - 1;
+  if( !(v >= 0.0625) ) return 0;
+  double g = 1.0 + floor(PER_DOUBLING * log2(16.0 * v));
+  return g < XI_BINS - 1 ? (int64_t)g : XI_BINS - 1;
+}
+
 typedef struct scan_ctx {
   fly_pages *p;
   double    *page;
-  size_t     col, width;
+  size_t     col, xcol, width;
+  int64_t    lo, hi;          /* key levels kept: [lo, hi] */
+  size_t     nlev, nbin;
+  int64_t   *cell;            /* nlev * nbin: count, then bucket index or -1 */
 } scan_ctx;
 
-/* Visit every key in row order; pass 0 collects range, pass 1 counts,
- * pass 2 places. */
-static fly_rc scan(scan_ctx *s, int pass, int64_t *lo, int64_t *hi,
-                   fly_buckets *b, int64_t *fill, fly_err *err)
+static size_t cell_of(const scan_ctx *s, double k, double v)
+{
+  int64_t g = grid(k);
+  int64_t li = g == INT64_MIN ? 0 : g - s->lo;
+  if( li < 0 ) li = 0;
+  if( li >= (int64_t)s->nlev ) li = (int64_t)s->nlev - 1;
+  int64_t bi = s->nbin > 1 ? xi_bin(v) : 0;
+  return (size_t)li * s->nbin + (size_t)bi;
+}
+
+/* Visit every row in row order; pass 0 collects the key range, pass 1
+ * counts the cells, pass 2 places the rows and takes the bucket extremes. */
+static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
+                   fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(s->p);
   int64_t row = 0;
@@ -40,66 +70,119 @@ static fly_rc scan(scan_ctx *s, int pass, int64_t *lo, int64_t *hi,
     fly_rc rc = fly_pages_read_page(s->p, pg, s->page, &n, err);
     if( rc ) return rc;
     for(size_t i = 0; i < n; i++, row++){
-      double k = s->page[i * s->width + s->col];
+      const double *br = s->page + i * s->width;
+      double k = br[s->col];
+      double v = s->xcol == FLY_BUCKETS_NO_XI ? 0.0 : fabs(br[s->xcol]);
       if( !(k >= 0) || !isfinite(k) )
         return fly_fail(err, FLY_NUMERIC, "row %lld has gap key %g: the bounds "
                         "are not MAP-tuned (use --z implicit or --bounds map)",
                         (long long)row + 1, k);
-      int64_t g = grid(k);
       if( pass == 0 ){
-        if( g != INT64_MIN ){ if( g < *lo ) *lo = g; if( g > *hi ) *hi = g; }
+        int64_t g = grid(k);
+        if( g != INT64_MIN ){ if( g < s->lo ) s->lo = g; if( g > s->hi ) s->hi = g; }
         continue;
       }
-      int64_t bi = g == INT64_MIN ? 0 : g - *lo;
-      if( bi < 0 ) bi = 0;
-      if( bi >= (int64_t)b->nb ) bi = (int64_t)b->nb - 1;
+      size_t c = cell_of(s, k, v);
       if( pass == 1 ){
-        b->start[bi + 1]++;
-        if( k > b->key[bi] ) b->key[bi] = k;
-      }else{
-        b->perm[fill[bi]++] = (uint32_t)row;
+        s->cell[c]++;
+        continue;
+      }
+      int64_t bi = s->cell[c];
+      b->perm[fill[bi]++] = (uint32_t)row;
+      if( k > b->key[bi] ) b->key[bi] = k;
+      if( b->xi_lo ){
+        if( !isfinite(v) ) v = INFINITY;
+        if( v < b->xi_lo[bi] ) b->xi_lo[bi] = v;
+        if( v > b->xi_hi[bi] ) b->xi_hi[bi] = v;
       }
     }
   }
   return FLY_OK;
 }
 
-fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, fly_buckets *b,
-                         fly_err *err)
+fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
+                         fly_buckets *b, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
-  scan_ctx s = { bnd, NULL, key_col, in->width };
-  int64_t lo = INT64_MAX, hi = INT64_MIN, *fill = NULL;
+  scan_ctx s;
+  int64_t *fill = NULL;
   fly_rc rc = FLY_OK;
 
   memset(b, 0, sizeof *b);
+  memset(&s, 0, sizeof s);
+  s.p = bnd;
+  s.col = key_col;
+  s.xcol = xi_col;
+  s.width = in->width;
+  s.lo = INT64_MAX;
+  s.hi = INT64_MIN;
   b->N = in->n_rows;
+  if( (xi_col != FLY_BUCKETS_NO_XI && xi_col >= in->width) || key_col >= in->width ){
+    rc = fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
+                  key_col, xi_col, in->width);
+    goto done;
+  }
   s.page = fly_alloc_array((size_t)in->page_rows, in->width * sizeof(double));
   if( !s.page ){ rc = fly_fail(err, FLY_NOMEM, "bucket scan"); goto done; }
-  if( (rc = scan(&s, 0, &lo, &hi, b, NULL, err)) ) goto done;
-  if( lo == INT64_MAX ){ lo = hi = 0; }
-  /* Keep the top MAX_BUCKETS levels; anything lower shares bucket 0. */
-  if( hi - lo + 1 > MAX_BUCKETS ) lo = hi - MAX_BUCKETS + 1;
-  b->nb = (size_t)(hi - lo + 1);
+  if( (rc = scan(&s, 0, b, NULL, err)) ) goto done;
+  if( s.lo == INT64_MAX ){ s.lo = s.hi = 0; }
+  /* Keep the top MAX_LEVELS levels; anything lower shares level 0. */
+  if( s.hi - s.lo + 1 > MAX_LEVELS ) s.lo = s.hi - MAX_LEVELS + 1;
+  s.nlev = (size_t)(s.hi - s.lo + 1);
+  s.nbin = xi_col == FLY_BUCKETS_NO_XI ? 1 : XI_BINS;
+  s.cell = fly_alloc_array(s.nlev * s.nbin, sizeof *s.cell);
+  if( !s.cell ){ rc = fly_fail(err, FLY_NOMEM, "bucket cells"); goto done; }
+  memset(s.cell, 0, s.nlev * s.nbin * sizeof *s.cell);
+  if( (rc = scan(&s, 1, b, NULL, err)) ) goto done;
+  for(size_t c = 0; c < s.nlev * s.nbin; c++) if( s.cell[c] ) b->nb++;
+  if( b->nb == 0 ) b->nb = 1;                        /* N = 0: one empty bucket */
   b->start = fly_alloc_array(b->nb + 1, sizeof *b->start);
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
   fill = fly_alloc_array(b->nb, sizeof *fill);
-  b->perm = fly_alloc_array((size_t)b->N, sizeof *b->perm);
-  if( !b->start || !b->key || !fill || !b->perm ){
+  b->perm = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *b->perm);
+  if( xi_col != FLY_BUCKETS_NO_XI ){
+    b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
+    b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
+  }
+  if( !b->start || !b->key || !fill || !b->perm ||
+      (xi_col != FLY_BUCKETS_NO_XI && (!b->xi_lo || !b->xi_hi)) ){
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }
-  if( (rc = scan(&s, 1, &lo, &hi, b, NULL, err)) ) goto done;
-  for(size_t i = 0; i < b->nb; i++){
-    b->start[i + 1] += b->start[i];
-    fill[i] = b->start[i];
+  b->start[0] = 0;
+  size_t bi = 0;
+  for(size_t c = 0; c < s.nlev * s.nbin; c++){
+    if( !s.cell[c] ){ s.cell[c] = -1; continue; }
+    b->start[bi + 1] = b->start[bi] + s.cell[c];
+    s.cell[c] = (int64_t)bi++;
   }
-  rc = scan(&s, 2, &lo, &hi, b, fill, err);
+  if( bi == 0 ) b->start[1] = 0;
+  for(size_t i = 0; i < b->nb; i++){
+    fill[i] = b->start[i];
+    b->key[i] = 0;
+    if( b->xi_lo ){ b->xi_lo[i] = INFINITY; b->xi_hi[i] = 0; }
+  }
+  rc = scan(&s, 2, b, fill, err);
 done:
   fly_free(s.page);
+  fly_free(s.cell);
   fly_free(fill);
   if( rc ) fly_buckets_free(b);
   return rc;
+}
+
+double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
+                             const fly_model *m, double r)
+{
+  double u = m->type->gap_upper(m, b->key[i], r);
+  /* The box bound costs a few transcendentals: only worth it where the
+   * plain bound expects at least CAND_MIN candidates in the bucket. */
+  double n = (double)(b->start[i + 1] - b->start[i]);
+  if( b->xi_lo && m->type->gap_upper_box && n * u >= CAND_MIN ){
+    double v = m->type->gap_upper_box(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
+    if( v < u ) u = v;                 /* both are bounds: the smaller one is */
+  }
+  return u;
 }
 
 void fly_buckets_free(fly_buckets *b)
@@ -108,5 +191,7 @@ void fly_buckets_free(fly_buckets *b)
   fly_free(b->perm);
   fly_free(b->start);
   fly_free(b->key);
+  fly_free(b->xi_lo);
+  fly_free(b->xi_hi);
   memset(b, 0, sizeof *b);
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "models/model.h"
 #include "store/pages.h"
 #include "util/err.h"
 
@@ -26,13 +27,25 @@ typedef struct fly_buckets {
   uint32_t *perm;    /* N row ids grouped by bucket */
   int64_t  *start;   /* nb + 1 offsets into perm */
   double   *key;     /* nb: the largest key of each bucket */
+  double   *xi_lo;   /* nb: smallest |xi| of each bucket, or NULL (keys only) */
+  double   *xi_hi;   /* nb: largest |xi| (+inf if some |xi| is not finite) */
 } fly_buckets;
 
-/* Read the key column (index key_col of each bound row) of all rows by a
- * sequential scan of the bound pages and group the rows.  FLY_NUMERIC if a
- * key is negative or not finite (bounds not MAP-tuned). */
-fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, fly_buckets *b,
-                         fly_err *err);
+#define FLY_BUCKETS_NO_XI ((size_t)-1)
+
+/* Read the key column (index key_col of each bound row) and, unless xi_col
+ * is FLY_BUCKETS_NO_XI, the bound parameter in column xi_col of all rows by
+ * a sequential scan of the bound pages and group the rows.  FLY_NUMERIC if
+ * a key is negative or not finite (bounds not MAP-tuned). */
+fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
+                         fly_buckets *b, fly_err *err);
+
+/* An upper bound on gap_n(th) for every row n of bucket i, where r is
+ * type->radius(th, theta_map, key_prec): type->gap_upper(key_i, r), or the
+ * smaller type->gap_upper_box over the bucket's xi range when both exist.
+ * The chain thins with 1 - exp(-this). */
+double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
+                             const fly_model *m, double r);
 void   fly_buckets_free(fly_buckets *b);
 
 #endif

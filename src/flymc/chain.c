@@ -24,8 +24,9 @@
  *    has line 10's inequality reversed; these are the correct MH ratios.)
  *  - gibbs: old bright rows draw z_n ~ Bern(p_n) from their cached gaps;
  *    dark rows are thinned: bucket b proposes each of its rows with
- *    pbar_b = 1 - exp(-gap_upper(key_b, r)) >= p_n (r = ||theta - MAP|| in
- *    the Laplace metric), a candidate is read and accepted with p_n/pbar_b.
+ *    pbar_b = 1 - exp(-fly_buckets_gap_upper(b, r)) >= p_n (r = ||theta -
+ *    MAP|| in the Laplace metric; the bucket's key and xi range bound every
+ *    row's gap), a candidate is read and accepted with p_n/pbar_b.
  *    Exact Gibbs for every row at every iteration.  When the expected number
  *    of candidates exceeds scan_frac N, a sequential scan is cheaper: every
  *    dark row is read and drawn exactly.
@@ -84,6 +85,7 @@ struct fly_chain {
   double    *cX, *cB, *cgap, *cpbar;
   float     *cxi;
   size_t     c_cap;
+  double    *pbar;            /* gibbs: thinning probability of each bucket */
   /* counters of the current iteration */
   int64_t    n_lik, n_reads, n_cand, n_viol;
   int        scanned;
@@ -409,9 +411,12 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   fly_rc rc;
 
   if( (rc = ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
+  if( !c->pbar && !(c->pbar = fly_alloc_array(bk->nb, sizeof *c->pbar)) )
+    return fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", bk->nb);
   r = m->type->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
   for(size_t b = 0; b < bk->nb; b++){
-    double pb = -expm1(-m->type->gap_upper(m, bk->key[b], r));
+    double pb = -expm1(-fly_buckets_gap_upper(bk, b, m, r));
+    c->pbar[b] = pb;
     expect += pb * (double)(bk->start[b + 1] - bk->start[b]);
   }
   if( expect > c->cfg->scan_frac * (double)c->cfg->N ) return scan_gibbs(c, err);
@@ -419,7 +424,7 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   for(size_t b = 0; b < bk->nb; b++){
     int64_t s = bk->start[b], nb = bk->start[b + 1] - s;
     if( nb == 0 ) continue;
-    double pb = -expm1(-m->type->gap_upper(m, bk->key[b], r));
+    double pb = c->pbar[b];
     if( !(pb > 0) ) continue;
     if( pb >= 1 ){
       for(int64_t i = 0; i < nb; i++){
@@ -632,6 +637,7 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->cgap);
   fly_free(c->cpbar);
   fly_free(c->cxi);
+  fly_free(c->pbar);
   fly_free(c);
 }
 

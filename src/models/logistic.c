@@ -45,6 +45,42 @@
  * Near the posterior r^2 ~ chi^2_D is mostly >= 1, so little is lost; E is
  * of order 1e-12 per row.
  *
+ * Tighter bound for a bucket of rows (gap_upper_box).  |a| xnorm^2 r^2 uses
+ * the largest curvature of the gap, gap'' <= 2|a|, but near the tight point
+ * gap''(s*) = 2|a| - sigma(1-sigma)(xi), which is ~0 for rows near the
+ * decision boundary (xi -> 0: fourth-order contact); on synthetic data this
+ * wastes a factor of about 3.  Exactly: log sigma(s) - s/2 = -l(s) with
+ * l(s) = log(2 cosh(s/2)) even, so gap(s) = -l(s) + |a| s^2 - c is even in
+ * s with gap = gap' = 0 at s* = +-xi and
+ *   gap''(s) = g(xi) - sech^2(s/2)/4,   g(xi) = 2|a(xi)| = tanh(xi/2)/(2 xi).
+ * Take a bucket of rows with xi in [xi_lo, xi_hi] and keys <= key, and
+ * Delta = s - s* with |Delta| <= rho'.  Along the segment from s* to s,
+ * |s*+t| <= xi_hi + |t|, and g is decreasing, so by Taylor's theorem with
+ * integral remainder
+ *   gap(s) = int_0^|Delta| (|Delta| - t) gap''(s* + sign(Delta) t) dt
+ *         <= int_0^|Delta| (|Delta| - t) [g(xi_lo) - sech^2((xi_hi+t)/2)/4] dt
+ *          = g(xi_lo) Delta^2/2 - [l(xi_hi+|Delta|) - l(xi_hi)
+ *                                  - |Delta| tanh(xi_hi/2)/2] =: Phi(|Delta|)
+ * (the bracket is the Taylor remainder of l, whose l'' = sech^2/4).  Phi is
+ * increasing: Phi'(d) = g(xi_lo) d - int_0^d sech^2((xi_hi+t)/2)/4 dt >= 0
+ * because sech^2((xi_hi+t)/2)/4 <= sech^2(xi_hi/2)/4 <= g(xi_hi) <= g(xi_lo)
+ * (sinh x >= x).  So gap <= Phi(rho') for every |Delta| <= rho'.  It is
+ * exact for Delta > 0 when xi_lo = xi_hi, and never above |a(xi_lo)| rho'^2.
+ * rho': |Delta| <= |s - s_map| + |s_map - s*| <= xnorm r + df, and
+ * xnorm^2 <= key / ((1+k)|a(xi)|) <= key/|a(xi_hi)| for every row of the
+ * bucket (the key holds (1+k)|a| xnorm^2 and is rounded up; |a| decreases
+ * in xi), so rho' = (1+k) sqrt(key/|a(xi_hi)|) r + df(xi_hi), the extra
+ * (1+k) absorbing rounding in r, xnorm, a as before.  The computed gap also
+ * holds eps (and rounding below it): eps(xi) <= E_b := 1e-12 (1 + 2|a|xi^2
+ * + xi + softplus(xi)) at xi_hi, each term increasing in xi and together
+ * above |c0| + |a|xi^2 + xi/2.  Finally Phi is a difference of terms of size
+ * up to g rho'^2/2 and l(xi_hi + rho'), so 1e-12 (1 + g rho'^2/2 + xi_hi +
+ * rho') absorbs the rounding of its evaluation:
+ *   gap_upper_box = Phi(rho') + 2 E_b + 1e-12 (1 + g rho'^2/2 + xi_hi + rho').
+ * Buckets are narrow in xi (4 per doubling, see flymc/buckets.c), so
+ * g(xi_lo) ~ g(xi_hi) and the bound is close to the exact sup.  The chain
+ * takes the smaller of gap_upper and gap_upper_box.
+ *
  * Costs: eval/grad/xi_at one dgemv over the block (n D) plus O(n);
  * neg_hess and moments_add one dsyrk (n D^2); bound_sum O(D^2).  Nothing
  * allocates; work_len(m, n) = n D + n + D^2 doubles.
@@ -275,6 +311,30 @@ static double gap_upper(const fly_model *m, double key, double r)
   return key * (r2 > 1.0 ? r2 : 1.0);
 }
 
+/* l(v) = log(2 cosh(v/2)) for v >= 0 */
+static double lcosh(double v) { return 0.5 * v + log1p(exp(-v)); }
+
+static double gap_upper_box(const fly_model *m, double xi_lo, double xi_hi,
+                            double key, double r)
+{
+  (void)m;
+  if( !(xi_lo >= 0) || !(xi_hi >= xi_lo) || !(xi_hi <= XI_MAX) ||
+      !(key >= 0) || !(r >= 0) || !isfinite(key) || !isfinite(r) )
+    return INFINITY;
+  double alo, ahi, c;
+  jj((float)xi_lo, &alo, &c, NULL);
+  jj((float)xi_hi, &ahi, &c, NULL);
+  double g = 2.0 * fabs(alo);
+  double df = 0x1.0p-23 * xi_hi + 0x1.0p-149;
+  double rho = (1.0 + KAPPA) * sqrt(key / fabs(ahi)) * r + df;
+  if( !isfinite(rho) ) return INFINITY;
+  double phi = 0.5 * g * rho * rho
+             - (lcosh(xi_hi + rho) - lcosh(xi_hi) - 0.5 * rho * tanh(0.5 * xi_hi));
+  double eb = EPS_REL * (1.0 + 2.0 * fabs(ahi) * xi_hi * xi_hi + xi_hi + softplus(xi_hi));
+  double u = phi + 2.0 * eb + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
+  return u > 0 ? u : 0.0;
+}
+
 const fly_model_type fly_model_logistic = {
   .name          = "logistic",
   .n_params      = n_params,
@@ -291,5 +351,6 @@ const fly_model_type fly_model_logistic = {
   .bound_sum     = bound_sum,
   .gap_key       = gap_key,
   .gap_upper     = gap_upper,
+  .gap_upper_box = gap_upper_box,
   .radius        = fly_model_radius,
 };

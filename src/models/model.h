@@ -97,6 +97,13 @@ struct fly_model_type {
    * increasing in key, so a bucket may use its largest key. */
   double (*gap_key)(const fly_model *m, const float *xi_row, double xnorm);
   double (*gap_upper)(const fly_model *m, double key, double r);
+  /* Optional (NULL: none), a tighter bound for a group of rows: for every
+   * row i with xi_lo <= |xi_i[0]| <= xi_hi and gap_key(xi_i, xnorm_i) <=
+   * key, and every th, gap_i(th) <= gap_upper_box(xi_lo, xi_hi, key, r)
+   * (r as for gap_upper).  Increasing in key and r; +inf when it cannot
+   * say more (e.g. xi_hi not finite). */
+  double (*gap_upper_box)(const fly_model *m, double xi_lo, double xi_hi,
+                          double key, double r);
   /* r for the thinning bound: ||th - th_map|| in the metric H = P^-1
    * (for softmax the sum over class rows). */
   double (*radius)(const fly_model *m, const double *th, const double *th_map,

@@ -97,6 +97,10 @@ for name in "(Intercept)" "x"; do
 done
 expect 0 "$FLYDB" summary --db $db
 out_has "(Intercept)" "x" "rhat" "ess_bulk"
+# gibbs: the thinning waste is rows read per iteration / mean bright rows
+waste=$(q $db "SELECT printf('%.1f', avg(n_reads) / avg(n_bright)) FROM iteration
+               WHERE run_id = $run AND iter > $W")
+out_has "thinning waste $waste:"
 expect 0 "$FLYDB" summary "$run" --db $db
 out_has "(Intercept)" "x"
 expect 1 "$FLYDB" summary 99 --db $db

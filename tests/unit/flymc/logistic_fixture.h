@@ -50,7 +50,7 @@ static inline fly_rc fx_buckets(fly_db *db, int64_t bs, fly_buckets *bk, fly_err
 {
   fly_pages *bp = NULL;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, 0, bk, err);
   fly_pages_close(bp);
   return rc;
 }

@@ -36,7 +36,7 @@
  *
  * Gibbs thinning: per step the candidate count n_cand is a sum of
  * independent indicators, row n a candidate with probability
- * (1 - p_n) pbar_b(n), pbar_b = 1 - exp(-gap_upper(key_b, r)),
+ * (1 - p_n) pbar_b(n), pbar_b = 1 - exp(-fly_buckets_gap_upper(b, r)),
  * r = radius(theta) (the dark rows at the start of a step are a fresh draw
  * from the previous step); the mean over K steps must be within 5 standard
  * errors of the sum, n_viol must be 0 at every step, and the scan fallback
@@ -285,7 +285,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
   if( zm == FLY_Z_GIBBS ){
     const fly_buckets *bk = &cx->bk;
     for(size_t b = 0; b < bk->nb; b++){
-      double pb = -expm1(-m->type->gap_upper(m, bk->key[b], rad));
+      double pb = -expm1(-fly_buckets_gap_upper(bk, b, m, rad));
       expect_all += pb * (double)(bk->start[b + 1] - bk->start[b]);
       for(int64_t i = bk->start[b]; i < bk->start[b + 1]; i++){
         int n = (int)bk->perm[i];
@@ -384,7 +384,8 @@ int main(void)
   {
     fly_pages *bp = NULL;
     rc = fly_pages_open(cx.db, FLY_TABLE_BOUND, id_map, 0, &bp, &err);
-    if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, &cx.bk, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, cx.m.type->gap_upper_box ? 0 : FLY_BUCKETS_NO_XI,
+                                                &cx.bk, &err);
     fly_pages_close(bp);
     if( !TAP_OK(rc == FLY_OK, "buckets (%zu) of the MAP keys (%s)", cx.bk.nb, err.msg) )
       goto out;

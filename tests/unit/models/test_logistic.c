@@ -406,6 +406,34 @@ static double q_of(int D, const double *P, const double *x)   /* x'Px */
   return q;
 }
 
+/* A random SPD metric H = scale (A'A + 0.05 I), like a posterior precision,
+ * and P = H^-1. */
+static void rand_metric(fly_rng *r, int D, double scale, double *H, double *P)
+{
+  double A[16];
+  for( int j = 0; j < D * D; j++ ) A[j] = fly_rng_normal(r);
+  for( int i = 0; i < D; i++ ) for( int j = 0; j < D; j++ ){
+    double t = i == j ? 0.05 : 0;
+    for( int k = 0; k < D; k++ ) t += A[k * D + i] * A[k * D + j];
+    H[i * D + j] = scale * t;
+  }
+  spd_inverse(D, H, P);
+}
+
+/* th = thm + s e, e ~ N(0, I); logL, logB of the N rows at th; returns
+ * radius(th, thm, H). */
+static double eval_near(const fly_model *m, fly_rng *r, const double *thm,
+                        double s, const double *H, const double *X,
+                        const float *xi, size_t N, double *lL, double *lB,
+                        double *w)
+{
+  double th[16];
+  for( size_t j = 0; j < m->D; j++ ) th[j] = thm[j] + s * fly_rng_normal(r);
+  double rad = m->type->radius(m, th, thm, H, w);
+  m->type->eval(m, th, X, m->D + 2, xi, N, lL, lB, w);
+  return rad;
+}
+
 static void test_gap_bound(void)
 {
   enum { D = 4 };
@@ -421,16 +449,8 @@ static void test_gap_bound(void)
   long n = 0, viol = 0, ratio_n = 0, loose = 0;
   double worst = 0, ratio_max = 0;
   for( int rep = 0; rep < 20; rep++ ){
-    /* random SPD H = A'A + 0.05 I, scaled like a posterior precision */
-    double A[D * D], H[D * D], P[D * D], thm[D];
-    for( int j = 0; j < D * D; j++ ) A[j] = fly_rng_normal(&r);
-    double scale = rep < 10 ? 1.0 : 1e4;
-    for( int i = 0; i < D; i++ ) for( int j = 0; j < D; j++ ){
-      double t = i == j ? 0.05 : 0;
-      for( int k = 0; k < D; k++ ) t += A[k * D + i] * A[k * D + j];
-      H[i * D + j] = scale * t;
-    }
-    spd_inverse(D, H, P);
+    double H[D * D], P[D * D], thm[D], scale = rep < 10 ? 1.0 : 1e4;
+    rand_metric(&r, D, scale, H, P);
     for( int j = 0; j < D; j++ ) thm[j] = 2 * fly_rng_normal(&r);
     if( rep % 5 == 4 ) thm[0] = 40;             /* large |s_map|, big xi */
     m.type->xi_at(&m, thm, X, D + 2, N, xo, w);
@@ -444,11 +464,8 @@ static void test_gap_bound(void)
     static const double scales[] = { 0, 1e-14, 1e-10, 1e-6, 1e-3, 1e-1, 1, 3, 30 };
     for( int si = 0; si < 9; si++ ){
       for( int dir = 0; dir < 8; dir++ ){
-        double th[D];
-        for( int j = 0; j < D; j++ )
-          th[j] = thm[j] + scales[si] * fly_rng_normal(&r) / sqrt(scale);
-        double rad = m.type->radius(&m, th, thm, H, w);
-        m.type->eval(&m, th, X, D + 2, xi, N, lL, lB, w);
+        double rad = eval_near(&m, &r, thm, scales[si] / sqrt(scale), H, X, xi, N,
+                               lL, lB, w);
         for( size_t i = 0; i < N; i++ ){
           double gap = lL[i] - lB[i];
           double key = m.type->gap_key(&m, &xi[i], xn[i]);
@@ -506,6 +523,132 @@ static void test_gap_bound(void)
   double k0 = m.type->gap_key(&m, &z0, 1.0);
   TAP_OK(k0 >= 0.125 && k0 < 0.1253, "gap_key at xi = 0 is about |a| = 1/8 (%.6g)", k0);
   free(X); free(xi); free(xo); free(xn); free(lL); free(lB); free(w);
+}
+
+/* The key as tune.c stores it: gap_key rounded up to f32. */
+static double key_f32(const fly_model *m, const float *xi, double xnorm)
+{
+  double k = m->type->gap_key(m, xi, xnorm);
+  float f = (float)k;
+  if( (double)f < k ) f = nextafterf(f, INFINITY);
+  return (double)f;
+}
+
+static const float *sort_xi;
+static int cmp_idx(const void *a, const void *b)
+{
+  float x = fabsf(sort_xi[*(const size_t *)a]), y = fabsf(sort_xi[*(const size_t *)b]);
+  return (x > y) - (x < y);
+}
+
+/* gap_upper_box (the Taylor-remainder bound over a bucket of rows, see
+ * logistic.c): for rows alone (xi_lo = xi_hi = xi_n, the row's key) and
+ * for buckets of 8 rows adjacent in |xi| (their xi range and largest key),
+ * gap_n(th) <= gap_upper_box for random th from 1e-14 to 1e3 Laplace sds
+ * from the MAP, in random SPD metrics (unit and 1e4 scale), MAP points with
+ * |s| up to 40 and beyond.  It must be tight: outward along the direction
+ * where Cauchy-Schwarz is an equality, within 10% of the gap for rows alone.
+ * Sensitivity: the same checks with the bound's radius shrunk by 3% must
+ * fail (so a bound that is slightly too small cannot pass). */
+static void test_gap_box(void)
+{
+  enum { D = 4, G = 8 };
+  fly_model m = mk(D);
+  fly_rng r;
+  fly_rng_seed(&r, 15, 0);
+  size_t N = 400;
+  double *X = data(&r, N, D, 2.0);
+  float *xi = malloc(N * sizeof *xi);
+  size_t *ord = malloc(N * sizeof *ord);
+  double *xo = malloc(N * sizeof *xo), *key = malloc(N * sizeof *key);
+  double *lL = malloc(N * sizeof *lL), *lB = malloc(N * sizeof *lB);
+  double *w = malloc(m.type->work_len(&m, N) * sizeof *w);
+  long n = 0, viol = 0, nb = 0, bviol = 0, tight_n = 0, loose = 0, shrunk = 0,
+       better = 0;
+  double worst = 0, rmax = 0;
+  for( int rep = 0; rep < 20; rep++ ){
+    double H[D * D], P[D * D], thm[D], scale = rep < 10 ? 1.0 : 1e4;
+    rand_metric(&r, D, scale, H, P);
+    for( int j = 0; j < D; j++ ) thm[j] = (rep % 3 == 0 ? 0.2 : 2) * fly_rng_normal(&r);
+    if( rep % 5 == 4 ) thm[0] = 40;
+    m.type->xi_at(&m, thm, X, D + 2, N, xo, w);
+    for( size_t i = 0; i < N; i++ ){
+      xi[i] = (float)xo[i];
+      key[i] = key_f32(&m, &xi[i], sqrt(q_of(D, P, X + i * (D + 2))));
+      ord[i] = i;
+    }
+    sort_xi = xi;
+    qsort(ord, N, sizeof *ord, cmp_idx);
+    static const double scales[] = { 0, 1e-14, 1e-6, 1e-3, 1e-1, 0.5, 1, 3, 30, 1e3 };
+    for( int si = 0; si < 10; si++ ){
+      for( int dir = 0; dir < 8; dir++ ){
+        double rad = eval_near(&m, &r, thm, scales[si] / sqrt(scale), H, X, xi, N,
+                               lL, lB, w);
+        for( size_t i = 0; i < N; i++ ){
+          double gap = lL[i] - lB[i], v = fabs((double)xi[i]);
+          double ub = m.type->gap_upper_box(&m, v, v, key[i], rad);
+          n++;
+          if( !(gap <= ub) ){ viol++; worst = fmax(worst, gap - ub); }
+          better += ub < m.type->gap_upper(&m, key[i], rad);
+        }
+        for( size_t g = 0; g + G <= N; g += G ){
+          double lo = INFINITY, hi = 0, kmax = 0, gmax = -INFINITY;
+          for( size_t j = g; j < g + G; j++ ){
+            size_t i = ord[j];
+            lo = fmin(lo, fabs((double)xi[i]));
+            hi = fmax(hi, fabs((double)xi[i]));
+            kmax = fmax(kmax, key[i]);
+            gmax = fmax(gmax, lL[i] - lB[i]);
+          }
+          nb++;
+          if( !(gmax <= m.type->gap_upper_box(&m, lo, hi, kmax, rad)) ) bviol++;
+        }
+      }
+    }
+    /* outward along d = P x / ||x||_P times t: |d'x| = t ||x||_P = r xnorm */
+    for( size_t i = 0; i < N; i += 2 ){
+      const double *x = X + i * (D + 2);
+      double nx = sqrt(q_of(D, P, x)), eta = 0, v = fabs((double)xi[i]);
+      for( int a = 0; a < D; a++ ) eta += thm[a] * x[a];
+      double lam = eta >= 0 ? 1 : -1;
+      static const double ts[] = { 0.3, 1, 3 };
+      for( int k = 0; k < 3; k++ ){
+        double th[D];
+        for( int a = 0; a < D; a++ ){
+          double t = 0;
+          for( int b = 0; b < D; b++ ) t += P[a * D + b] * x[b];
+          th[a] = thm[a] + ts[k] * lam * t / nx;
+        }
+        double rad = m.type->radius(&m, th, thm, H, w);
+        m.type->eval(&m, th, x, D + 2, &xi[i], 1, lL, lB, w);
+        double gap = lL[0] - lB[0];
+        if( !(gap > 1e-8) ) continue;
+        double ub = m.type->gap_upper_box(&m, v, v, key[i], rad);
+        double ratio = ub / gap;
+        rmax = fmax(rmax, ratio);
+        tight_n++;
+        loose += !(ratio >= 1 && ratio < 1.1);
+        shrunk += !(gap <= m.type->gap_upper_box(&m, v, v, key[i], 0.97 * rad));
+      }
+    }
+  }
+  TAP_OK(viol == 0, "gap <= gap_upper_box(xi, xi, f32 key, radius) on %ld rows x "
+         "theta (%ld bad, worst excess %.3g)", n, viol, worst);
+  TAP_OK(bviol == 0 && nb > 1000, "max gap of a bucket of %d rows <= gap_upper_box "
+         "over its xi range and largest key (%ld buckets x theta, %ld bad)", G, nb, bviol);
+  TAP_OK(better > n / 2, "gap_upper_box below gap_upper for most rows x theta "
+         "(%ld of %ld)", better, n);
+  TAP_OK(tight_n > 500 && loose == 0, "gap_upper_box within 10%% of the gap outward "
+         "where Cauchy-Schwarz is tight (%ld points, max ratio %.4g)", tight_n, rmax);
+  TAP_OK(shrunk > tight_n / 2, "sensitivity: with the radius shrunk by 3%% the bound "
+         "is violated at %ld of %ld of those points", shrunk, tight_n);
+  TAP_OK(isinf(m.type->gap_upper_box(&m, 0, INFINITY, 1, 1)) &&
+         isinf(m.type->gap_upper_box(&m, 0, 1, NAN, 1)),
+         "gap_upper_box is +inf when xi or the key is not finite");
+  TAP_OK(m.type->gap_upper_box(&m, 1, 2, 1e-2, 3) > m.type->gap_upper_box(&m, 1, 2, 1e-2, 2) &&
+         m.type->gap_upper_box(&m, 1, 2, 2e-2, 2) > m.type->gap_upper_box(&m, 1, 2, 1e-2, 2),
+         "gap_upper_box increasing in r and key");
+  free(X); free(xi); free(ord); free(xo); free(key); free(lL); free(lB); free(w);
 }
 
 static void test_target(void)
@@ -593,6 +736,7 @@ int main(void)
   test_grad();
   test_collapsed();
   test_gap_bound();
+  test_gap_box();
   test_target();
   test_prior();
   test_ltilde();

@@ -524,7 +524,7 @@ static void test_gap_bound(void)
   double *key = malloc(N * sizeof *key);
   float *xi = malloc(N * sizeof *xi);
   double *lL = malloc(N * sizeof *lL), *lB = malloc(N * sizeof *lB);
-  long n = 0, viol = 0, ratio_n = 0, loose = 0;
+  long n = 0, viol = 0, ratio_n = 0, loose = 0, caught = 0;
   double worst = 0, ratio_max = 0, ratio_min = INFINITY;
   for( int v = 0; v < N_NU; v++ ){
     double sigma = v % 2 ? 0.4 : 2.0;
@@ -597,6 +597,7 @@ static void test_gap_bound(void)
         ratio_min = fmin(ratio_min, ratio);
         ratio_n++;
         loose += !(ratio >= 1 && ratio < 3);
+        caught += ratio < 2;                /* a halved bound fails here */
       }
     }
     free(X); free(w);
@@ -606,6 +607,8 @@ static void test_gap_bound(void)
   TAP_OK(ratio_n > 100 && loose == 0,
          "gap upper bound within 3x where Cauchy-Schwarz is tight (%ld rows, ratio "
          "%.3g..%.3g)", ratio_n, ratio_min, ratio_max);
+  TAP_OK(caught > 0, "sensitivity: gap_upper halved is violated at %ld of those "
+         "rows", caught);
 
   /* D = 1, x = 1: Cauchy-Schwarz is an equality (radius sqrt(H)|d|,
    * xnorm 1/sqrt(H), the residual moves by exactly |d|/sigma), so sweeping

@@ -580,7 +580,7 @@ static void test_gap_bound(size_t K)
   double *xo = malloc(N * K * sizeof *xo), *xn = malloc(N * sizeof *xn);
   double *lL = malloc(N * sizeof *lL), *lB = malloc(N * sizeof *lB);
   double *w = malloc(m.type->work_len(&m, N) * sizeof *w);
-  long n = 0, viol = 0, ratio_n = 0, loose = 0;
+  long n = 0, viol = 0, ratio_n = 0, loose = 0, caught = 0;
   double worst = 0, ratio_max = 0, ratio_min = INFINITY;
   for( int rep = 0; rep < 20; rep++ ){
     double A[D * D], H[D * D], Pm[D * D], thm[MAXP];
@@ -655,6 +655,7 @@ static void test_gap_bound(size_t K)
       ratio_min = fmin(ratio_min, ratio);
       ratio_n++;
       loose += !(ratio >= 1 && ratio < 1.1);
+      caught += ratio < 2;                  /* a halved bound fails here */
     }
   }
   TAP_OK(viol == 0, "K=%zu: gap <= gap_upper(gap_key, radius) on %ld rows x "
@@ -662,6 +663,8 @@ static void test_gap_bound(size_t K)
   TAP_OK(ratio_n > 500 && loose == 0, "K=%zu: gap upper bound within 10%% "
          "where Cauchy-Schwarz is tight (%ld rows, ratio %.4f..%.4f)", K,
          ratio_n, ratio_min, ratio_max);
+  TAP_OK(caught > 0, "K=%zu: sensitivity: gap_upper halved is violated at %ld "
+         "of those rows", K, caught);
 
   /* radius: centred rows, sqrt(sum_k d_k'H d_k), on a hand case */
   fly_model m2 = mk(2, 2);
