@@ -25,11 +25,16 @@ FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
 # ingest baseline), GNU time (peak RSS), the sqlite3 shell.
 FLYDB_BENCH_PACKAGES=(r-base-core r-cran-ggplot2 r-cran-data.table time sqlite3)
 
+# flydb_missing_packages PKG...: those not installed, one a line (one
+# dpkg-query for all: on a loaded machine each process start is costly).
 flydb_missing_packages() {
-  local p status
+  local p line
+  local -A ok=()
+  while read -r line; do
+    case $line in *" install ok installed") ok[${line%% *}]=1 ;; esac
+  done < <(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null || true)
   for p in "$@"; do
-    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    [ "$status" = "install ok installed" ] || printf '%s\n' "$p"
+    [ -n "${ok[$p]:-}" ] || printf '%s\n' "$p"
   done
 }
 
