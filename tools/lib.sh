@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # tools/lib.sh -- shared by tools/setup and tools/test (sourced, not run).
 #
-# flydb_deps       install the Debian 12 packages flydb needs, only those
+# flydb_deps       install the Debian 12 packages flydb needs (and with
+#                  arguments "test" and/or "bench" what the tests or
+#                  tools/bench need too), only those
 #                  that are missing (apt-get is called only then), with sudo
 #                  when not root.
 # flydb_configure  meson setup DIR ARGS..., or reconfigure DIR if it is
@@ -20,19 +22,34 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
 # fuzz runs; absent, they would be skipped).
 FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
                      librsvg2-bin valgrind clang libclang-rt-14-dev)
+# What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
+# (its `diamonds` data set, tools/make_diamonds.R) and data.table (fread, the
+# ingest baseline), GNU time (peak RSS), the sqlite3 shell.
+FLYDB_BENCH_PACKAGES=(r-base-core r-cran-ggplot2 r-cran-data.table time sqlite3)
 
+# flydb_missing_packages PKG...: those not installed, one a line (one
+# dpkg-query for all: on a loaded machine each process start is costly).
 flydb_missing_packages() {
-  local p status
+  local p line
+  local -A ok=()
+  while read -r line; do
+    case $line in *" install ok installed") ok[${line%% *}]=1 ;; esac
+  done < <(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null || true)
   for p in "$@"; do
-    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    [ "$status" = "install ok installed" ] || printf '%s\n' "$p"
+    [ -n "${ok[$p]:-}" ] || printf '%s\n' "$p"
   done
 }
 
-# flydb_deps [test]: the build's packages, and with "test" the tests' too.
+# flydb_deps [test] [bench]: the build's packages, and with "test" the
+# tests' too, with "bench" tools/bench's.
 flydb_deps() {
-  local missing sudo=() pkgs=("${FLYDB_PACKAGES[@]}")
-  [ "${1:-}" = test ] && pkgs+=("${FLYDB_TEST_PACKAGES[@]}")
+  local missing sudo=() pkgs=("${FLYDB_PACKAGES[@]}") a
+  for a in "$@"; do
+    case $a in
+      test) pkgs+=("${FLYDB_TEST_PACKAGES[@]}") ;;
+      bench) pkgs+=("${FLYDB_BENCH_PACKAGES[@]}") ;;
+    esac
+  done
   if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "tools: no dpkg-query: not a Debian system; install by hand: ${pkgs[*]}" >&2
     return 0

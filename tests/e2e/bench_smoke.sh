@@ -1,0 +1,68 @@
+# tests/e2e/bench_smoke.sh -- every tools/bench subcommand in --smoke mode
+# against the build under test (the build directory holding this flydb):
+# the harness runs, its tables have their shape (every cell a number, the
+# baseline's ratio column 1.00x), and it writes nothing into docs/.
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+TOP=$(cd "$E2E/../.." && pwd)
+BUILD=${FLYDB%/src/cli/flydb}
+[ -x "$BUILD/tools/flydb-gen" ] && [ -x "$BUILD/tools/bench_rows" ] ||
+  fail "no flydb-gen or bench_rows beside $FLYDB"
+if ! command -v Rscript >/dev/null || [ ! -x /usr/bin/time ] ||
+   ! Rscript -e 'quit(status = !all(sapply(c("ggplot2", "data.table"), requireNamespace, quietly = TRUE)))' 2>/dev/null; then
+  echo "SKIP: tools/bench needs R with ggplot2 and data.table, and GNU time (tools/test installs them)"
+  exit 77
+fi
+docs_before=$(cd "$TOP" && cat docs/*.md | sha256sum)
+
+# bench SUBCOMMAND ARGS...: run it in smoke mode; the table in $T/out.
+bench() {
+  expect 0 "$TOP/tools/bench" "$@" --smoke --build "$BUILD" --dir "$T/w/bench"
+}
+
+# shape NCOLS FIRST LABEL COL: the markdown table in $T/out has NCOLS columns
+# in every row, a number in every cell from column FIRST on, and "1.00x" in
+# column COL of the row that starts with "| LABEL".
+shape() {
+  awk -F'|' -v nc="$1" -v first="$2" -v label="| $3" -v col="$4" '
+    /^\|/ && !/^\|---/ {
+      if( NF - 2 != nc ){ printf "row with %d cells, want %d: %s\n", NF - 2, nc, $0; bad = 1 }
+      if( !hdr++ ) next
+      rows++
+      for(j = first + 1; j <= NF - 1; j++)
+        if( $j !~ /[0-9]/ || $j ~ /nan|inf/ ){ printf "cell %d not a number: %s\n", j - 1, $0; bad = 1 }
+      if( index($0, label) == 1 ){ base++
+        if( $(col + 1) !~ /^ *1\.00x *$/ ){ printf "baseline column %d is %s, want 1.00x\n", col, $(col + 1); bad = 1 } } }
+    END { if( rows == 0 ){ print "no table rows"; bad = 1 }
+          if( base == 0 ){ print "no baseline row " label; bad = 1 }
+          exit bad }' "$T/out" >&2 || { cat "$T/out" >&2; fail "table is malformed"; }
+}
+
+for m in logistic softmax robust; do
+  bench table1 --model "$m"
+  shape 11 2 "regular MCMC |" 11
+  out_has "runs: 1" "untuned FlyMC" "MAP-tuned FlyMC (implicit q = 0.01)" "Gibbs by thinning"
+  [ "$(grep -c '^| ' "$T/out")" = 5 ] || fail "table1 $m: want a header and 4 rows"
+  ok "table1 --model $m"
+done
+
+bench scaling
+shape 11 3 "1000 | regular |" 10
+out_has "| 2000 | gibbs |" "ESS per iteration is that of regular at N = 1000"
+ok "scaling"
+
+bench ingest
+shape 5 2 "flydb ingest |" 5
+out_has "sqlite3 .import" "data.table::fread" "cat > /dev/null"
+ok "ingest"
+
+bench rows
+shape 3 2 "sequential scan" 3
+out_has "random rows, cold cache" "random rows, warm cache"
+ok "rows"
+
+expect 2 "$TOP/tools/bench" rows --smoke --append --build "$BUILD" --dir "$T/w/bench"
+err_has "not appending"
+expect 2 "$TOP/tools/bench" table1 --no-such-option
+[ "$(cd "$TOP" && cat docs/*.md | sha256sum)" = "$docs_before" ] || fail "tools/bench --smoke changed docs/"
+ok "--smoke never appends; docs/ unchanged"
