@@ -1007,7 +1007,7 @@ static void check_ckpt(checker *ck, const runinfo *r, int64_t c,
             (long long)c, (long long)v.head.B);
 }
 
-/* Rows of table draw (is_draw) or iteration of chain c: exactly the
+/* Rows of view draw (is_draw) or iteration of chain c: exactly the
  * iterations thin, 2 thin, .. up to last, each draw iteration with all P
  * parameters.  beyond says what last is, for rows past it. */
 static void check_chain_rows(checker *ck, const runinfo *r, int64_t c,

@@ -572,10 +572,9 @@ static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
    * with no checkpoint starts from scratch: remove anything it wrote */
   for(int c = 0; c < n && rc == FLY_OK; c++){
     char sql[256];
-    snprintf(sql, sizeof sql, "DELETE FROM draw_block WHERE run_id=%lld AND chain=%d AND iter>%lld;"
-             "DELETE FROM iteration WHERE run_id=%lld AND chain=%d AND iter>%lld",
-             (long long)run_id, c, (long long)jobs[c].start, (long long)run_id, c,
-             (long long)jobs[c].start);
+    /* draw_block holds the diagnostics too (the view `iteration`) */
+    snprintf(sql, sizeof sql, "DELETE FROM draw_block WHERE run_id=%lld AND chain=%d AND iter>%lld",
+             (long long)run_id, c, (long long)jobs[c].start);
     rc = fly_db_exec(db, sql, err);
   }
   return rc;

@@ -160,8 +160,13 @@ static fly_rc check_identity(fly_db *db, fly_err *err)
     /* Large pages: data pages are blobs of ~100 KiB, which SQLite would
      * otherwise chain through dozens of 4 KiB overflow pages. */
     fly_rc rc0 = fly_db_exec(db, "PRAGMA page_size=65536", err);
-    if( rc0 ) return rc0;
-    return migrate(db, 0, err);
+    if( rc0 == FLY_OK ) rc0 = migrate(db, 0, err);
+    /* Migrations that drop a table (003, 004) leave free pages.  A
+     * rolled-back transaction does not restore the contents of free-list
+     * leaves it reused (SQLite does not journal them), so a new file starts
+     * without any: a failed ingest then leaves it byte-identical. */
+    if( rc0 == FLY_OK ) rc0 = fly_db_exec(db, "VACUUM", err);
+    return rc0;
   }
   if( app != FLY_APP_ID )
     return fly_fail(err, FLY_MISUSE,

@@ -6,7 +6,8 @@
 # moment or chain, with "1 problem found" and exit status 1: a flipped byte
 # in a data page and in a bound page, a missing page, a changed column mean,
 # a changed moment, a bound set left 'building', a truncated checkpoint,
-# draws of one chain deleted mid-run.  A newer schema version and files that
+# draws of one chain deleted mid-run (two problems: draws and iteration
+# rows), the diagnostics of some iterations cleared.  A newer schema version and files that
 # are not flydb databases are refused (exit 1); usage errors exit 2; and
 # `flydb sample` on a damaged data page fails naming the page.
 . "$(dirname "$0")/lib.sh"
@@ -48,17 +49,18 @@ flip() {
           || substr(payload, $mid + 1) AS BLOB) WHERE $2"
 }
 
-# reported DB STRING...: check fails with exit 1, one problem, every STRING
-# on stdout; --quick sees it too unless QUICK=0.
+# reported DB STRING...: check fails with exit 1, one problem (PROBLEMS=n:
+# n), every STRING on stdout; --quick sees it too unless QUICK=0.
 reported() {
-  local d=$1
+  local d=$1 found="1 problem found"
   shift
+  [ "${PROBLEMS:-1}" = 1 ] || found="$PROBLEMS problems found"
   expect 1 "$FLYDB" check --db "$d"
-  out_has "1 problem found" "$@"
+  out_has "$found" "$@"
   ok "$d: $(head -n 1 "$T/out")"
   if [ "${QUICK:-1}" = 1 ]; then
     expect 1 "$FLYDB" check --db "$d" --quick
-    out_has "1 problem found" "$@"
+    out_has "$found" "$@"
   else
     expect 0 "$FLYDB" check --db "$d" --quick
     out_has "no problems found"
@@ -96,8 +98,27 @@ damaged ckpt "UPDATE checkpoint SET state = substr(state, 1, 60) WHERE run_id = 
 eq "truncated checkpoint" "$(q ckpt.db "SELECT length(state) FROM checkpoint WHERE chain = 1")" 60
 reported ckpt.db "run 1: chain 1: checkpoint of 60 bytes is shorter than its header"
 
+# A draw_block row of blk 0 holds an iteration's draws and its diagnostics
+# (the views draw and iteration), so deleting it loses both.
 damaged draws "DELETE FROM draw_block WHERE run_id = 1 AND chain = 1 AND iter BETWEEN 100 AND 150"
-reported draws.db "run 1: chain 1: draw rows missing for iterations 100..150"
+PROBLEMS=2 reported draws.db "run 1: chain 1: draw rows missing for iterations 100..150" \
+  "run 1: chain 1: iteration rows missing for iterations 100..150"
+
+# Diagnostics gone, draws kept (what a version-3 draw without an iteration
+# row becomes); clearing only some of them is refused by the table.
+diag="log_joint = NULL, n_bright = NULL, n_lik_evals = NULL, n_reads = NULL,
+      accepted = NULL, step_size = NULL, full_logpost = NULL"
+damaged diag "UPDATE draw_block SET $diag WHERE run_id = 1 AND chain = 0 AND iter BETWEEN 20 AND 30"
+eq "draws kept" "$(q diag.db "SELECT count(*) FROM draw WHERE run_id = 1 AND chain = 0
+                              AND iter BETWEEN 20 AND 30")" 12
+reported diag.db "run 1: chain 0: iteration rows missing for iterations 20..30"
+cp $db half.db
+if sqlite3 half.db "UPDATE draw_block SET n_bright = NULL WHERE run_id = 1 AND iter = 20" 2>"$T/err"; then
+  fail "draw_block took an iteration with n_bright NULL and n_reads set"
+fi
+err_has "CHECK constraint failed: diagnostics"
+eq "half.db unchanged" "$(q half.db "SELECT count(*) FROM iteration WHERE iter = 20")" 2
+ok "draw_block refuses a row with some diagnostics NULL: $(head -n 1 "$T/err")"
 
 # ---- refused files --------------------------------------------------------
 cp $db v99.db

@@ -4,7 +4,8 @@
 # flydb opens it read-write: user_version becomes the current one, the table
 # profile exists, and the views draw and draws_named give back exactly the
 # draws that were stored (values compared as %!.17g, a zero and a subnormal
-# included).  A read-only command refuses to migrate.
+# included), and the view iteration the diagnostics (NULLs, a subnormal and
+# an integer above 2^53 included), kept in the draw blocks of blk 0.  A read-only command refuses to migrate.
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
@@ -23,7 +24,20 @@ sqlite3 v1.db "PRAGMA application_id = 1181514052; PRAGMA user_version = 1;
        it(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM it WHERE t < 5)
   INSERT INTO draw SELECT 1, c, t, idx,
          CASE WHEN idx = 3 THEN 0.0 WHEN idx = 4 THEN 4.9e-322 ELSE (c + 1) * t / 7.0 - idx END
-  FROM c, it, param;"
+  FROM c, it, param;
+  WITH RECURSIVE c(c) AS (SELECT 0 UNION ALL SELECT 1),
+       it(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM it WHERE t < 5)
+  INSERT INTO iteration SELECT 1, c, t,
+         CASE WHEN t = 2 THEN NULL WHEN t = 3 THEN 4.9e-322 ELSE -(c + 1) * t / 3.0 - 1e6 END,
+         10 * c + t, 1000 * t + c, 9007199254740993 - t, t % 2,
+         CASE WHEN t = 1 THEN NULL ELSE t / 7.0 END,
+         CASE WHEN t = 4 THEN -123.456 + c END
+  FROM c, it;"
+# every column with its storage class, doubles as %!.17g
+icols="chain, iter, typeof(log_joint), printf('%!.17g', log_joint), n_bright, n_lik_evals,
+       n_reads, typeof(n_reads), accepted, typeof(step_size), printf('%!.17g', step_size),
+       typeof(full_logpost), printf('%!.17g', full_logpost)"
+want_iter=$(q v1.db "SELECT $icols FROM iteration ORDER BY 1, 2")
 want=$(q v1.db "SELECT chain, iter, idx, printf('%!.17g', value) FROM draw ORDER BY 1, 2, 3")
 want_named=$(q v1.db "SELECT chain, iter, name, printf('%!.17g', value), warmup FROM draws_named
                       ORDER BY 1, 2, 3")
@@ -43,4 +57,11 @@ eq "draws after the upgrade" "$(q v1.db "SELECT chain, iter, idx, printf('%!.17g
                                          FROM draw ORDER BY 1, 2, 3")" "$want"
 eq "draws_named after the upgrade" "$(q v1.db "SELECT chain, iter, name, printf('%!.17g', value),
                                                warmup FROM draws_named ORDER BY 1, 2, 3")" "$want_named"
-ok "version 1 upgraded: 700 draws of 70 parameters kept exactly in 20 blocks"
+eq "iteration is a view" "$(q v1.db "SELECT type FROM sqlite_schema WHERE name = 'iteration'")" view
+eq "iteration rows after the upgrade" "$(q v1.db "SELECT $icols FROM iteration ORDER BY 1, 2")" "$want_iter"
+eq "diagnostics only in blocks 0" "$(q v1.db "SELECT blk, count(n_bright), count(*) FROM draw_block
+                                               GROUP BY blk")" "$(printf '0\t10\t10\n1\t0\t10')"
+# the hand-made file has no pages or checkpoints, but its rows are complete
+expect 1 "$FLYDB" check --db v1.db --quick
+! grep -E "draw|iteration" "$T/out" || fail "check finds draw or iteration rows damaged"
+ok "version 1 upgraded: 700 draws of 70 parameters kept exactly in 20 blocks, 10 iteration rows exactly"
