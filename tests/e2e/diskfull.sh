@@ -143,8 +143,14 @@ for cmd in "info --no-columns" "summary"; do
   "$FLYDB" $cmd --db "$fs/s.db" >"$T/out" 2>"$T/err" || got=$?
   case $got in
     0) ok "with 0 bytes free: flydb $cmd works" ;;
-    1) full_msg "$cmd with 0 bytes free"
-       ok "with 0 bytes free: flydb $cmd exits 1: $(head -n 1 "$T/err")" ;;
+    1) if [ "$cmd" = summary ] && [ "$nwith" != "$nchains" ] &&
+          grep -q "no post-warm-up draws" "$T/err"; then
+         # a chain had no checkpoint yet when the disk filled (see above)
+         ok "with 0 bytes free: flydb summary exits 1: $(head -n 1 "$T/err")"
+       else
+         full_msg "$cmd with 0 bytes free"
+         ok "with 0 bytes free: flydb $cmd exits 1: $(head -n 1 "$T/err")"
+       fi ;;
     *) cat "$T/err" >&2; fail "with 0 bytes free: flydb $cmd exits $got" ;;
   esac
 done
