@@ -47,6 +47,8 @@ fly_rc fly_bright_reserve(fly_bright *b, size_t n, fly_err *err)
   if( gn ) b->gap_new = gn;
   if( !X || !xi || !g || !gn )
     return fly_fail(err, FLY_NOMEM, "bright rows: %zu slots of %zu values", cap, b->W);
+  fly_rc rc = fly_zset_reserve(b->z, (int64_t)cap, err);
+  if( rc ) return rc;
   b->cap = cap;
   return FLY_OK;
 }
@@ -58,6 +60,8 @@ fly_rc fly_bright_add(fly_bright *b, int64_t n, const double *x,
   fly_rc rc = fly_bright_reserve(b, B + 1, err);
   if( rc ) return rc;
   int64_t pos = fly_zset_brighten(b->z, n);
+  if( pos == FLY_ZSET_NOMEM )
+    return fly_fail(err, FLY_NOMEM, "bright rows: no room for row %lld", (long long)n);
   if( pos < 0 ) return fly_fail(err, FLY_MISUSE, "row %lld is already bright", (long long)n);
   memcpy(b->X + (size_t)pos * b->W, x, b->W * sizeof *x);
   memcpy(b->xi + (size_t)pos * b->n_xi, xi, b->n_xi * sizeof *xi);

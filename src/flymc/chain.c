@@ -466,7 +466,7 @@ static fly_rc z_implicit(fly_chain *c, fly_err *err)
 
   /* Each dark row is proposed bright with probability q.  Candidates are
    * drawn by skipping over row ids (bright ones are passed over), not over
-   * the zset's dark region: the draw then depends on the set of bright rows
+   * a list of the dark rows: the draw then depends on the set of bright rows
    * only, not on the order of the dark ones, which a checkpoint does not
    * keep. */
   uint64_t i = fly_rng_geometric(&c->rng, q);

@@ -3,6 +3,10 @@
  * self-test style): long random sequences of brighten/darken/set_bright on
  * several N (0 and 1 included), with a mirror of arr[0..B) maintained only
  * from the moves darken/brighten report, as the bright-row cache does.
+ * Repeated fill-and-drain cycles grow the hash table several times and
+ * delete through long probe runs; a sparse run uses row ids spread over
+ * N = 10^8.  test_zset_white.c compiles zset.c into this file's tests with
+ * a colliding hash and counts the bytes it allocates.
  */
 #include "flymc/zset.h"
 
@@ -21,16 +25,12 @@ static int agree(const fly_zset *z, const unsigned char *naive,
     B += naive[n];
     if( fly_zset_is_bright(z, n) != naive[n] ) return 0;
     int64_t p = fly_zset_pos(z, n);
-    if( (p < fly_zset_n_bright(z)) != naive[n] ) return 0;
+    if( naive[n] ? !(p >= 0 && p < fly_zset_n_bright(z)) : p != -1 ) return 0;
   }
   if( fly_zset_n_bright(z) != B ) return 0;
   for( int64_t i = 0; i < B; i++ ){
     int64_t n = fly_zset_ith_bright(z, i);
     if( !naive[n] || fly_zset_pos(z, n) != i || mirror[i] != n ) return 0;
-  }
-  for( int64_t i = 0; i < N - B; i++ ){
-    int64_t n = fly_zset_ith_dark(z, i);
-    if( naive[n] || fly_zset_pos(z, n) != B + i ) return 0;
   }
   return 1;
 }
@@ -111,24 +111,123 @@ static void run(int64_t N, long ops, uint64_t seed)
          "N=%lld: agrees with the naive array (%ld full checks)", (long long)N,
          nchecks);
 
-  /* all bright, then all dark, in a random order */
+  /* Fill and drain cycles, each to a new bright fraction, in random orders:
+   * the table grows while the bright set passes its old maximum, and every
+   * darken deletes through whatever probe runs the fill left. */
   int ok = 1;
-  for( int64_t n = 0; n < N; n++ ) if( !naive[n] ){
-    int64_t p = fly_zset_brighten(z, n);
-    mirror[p] = n; naive[n] = 1;
-  }
-  ok &= fly_zset_n_bright(z) == N && agree(z, naive, mirror, N);
-  for( int64_t n = N - 1; n >= 0; n-- ){
-    int64_t from;
-    int64_t p = fly_zset_darken(z, n, &from);
-    ok &= p >= 0;
+  int64_t *perm = calloc((size_t)N + 1, sizeof *perm);
+  static const int eighths[] = { 1, 4, 2, 8, 3 };
+  while( fly_zset_n_bright(z) > 0 ){             /* start all dark */
+    int64_t from, n = fly_zset_ith_bright(z, 0), p = fly_zset_darken(z, n, &from);
     mirror[p] = mirror[from];
     naive[n] = 0;
   }
-  ok &= fly_zset_n_bright(z) == 0 && agree(z, naive, mirror, N);
-  TAP_OK(ok, "N=%lld: fill and drain", (long long)N);
+  for( size_t c = 0; c < sizeof eighths / sizeof eighths[0]; c++ ){
+    for( int64_t i = 0; i < N; i++ ) perm[i] = i;
+    for( int64_t i = N - 1; i > 0; i-- ){
+      int64_t j = (int64_t)fly_rng_below(&r, (uint64_t)i + 1), t = perm[i];
+      perm[i] = perm[j]; perm[j] = t;
+    }
+    int64_t want = N * eighths[c] / 8;
+    for( int64_t i = 0; i < N && fly_zset_n_bright(z) < want; i++ ){
+      int64_t n = perm[i];
+      if( naive[n] ) continue;
+      int64_t B0 = fly_zset_n_bright(z), p = fly_zset_brighten(z, n);
+      ok &= p == B0;
+      if( p < 0 ) break;
+      mirror[p] = n; naive[n] = 1;
+    }
+    ok &= fly_zset_n_bright(z) == want && agree(z, naive, mirror, N);
+    for( int64_t i = N - 1; i >= 0; i-- ){
+      int64_t n = perm[i], from = -7, B0 = fly_zset_n_bright(z);
+      int64_t p = fly_zset_darken(z, n, &from);
+      if( !naive[n] ){ ok &= p == -1 && from == -7; continue; }
+      ok &= p >= 0 && p < B0 && from == B0 - 1 && mirror[p] == n;
+      if( p < 0 ) break;
+      mirror[p] = mirror[from];
+      naive[n] = 0;
+    }
+    ok &= fly_zset_n_bright(z) == 0 && agree(z, naive, mirror, N);
+  }
+  TAP_OK(ok, "N=%lld: fill and drain to 1/8, 1/2, 1/4, all, 3/8",
+         (long long)N);
 
-  free(naive); free(mirror); free(list);
+  free(naive); free(mirror); free(list); free(perm);
+  fly_zset_free(z);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Row ids spread over a large N (only the bitmap is per-row): a pool of K
+ * distinct ids, word-boundary ones included, brightened and darkened at
+ * random; the naive model is per pool entry.  Ids outside the pool must
+ * stay dark. */
+static void sparse(int64_t N, int64_t K, long ops, uint64_t seed)
+{
+  fly_zset *z = NULL;
+  if( !TAP_OK(fly_zset_new(N, &z, NULL) == FLY_OK, "sparse: new(%lld)",
+              (long long)N) ) return;
+  fly_rng r;
+  fly_rng_seed(&r, seed, 0);
+  int64_t *pool = calloc((size_t)K, sizeof *pool);
+  int64_t *mirror = calloc((size_t)K, sizeof *mirror);  /* row ids by position */
+  unsigned char *naive = calloc((size_t)K, 1);
+  static const int64_t edge[] = { 0, 1, 63, 64, 65, 127, 128 };
+  int64_t k = 0;
+  for( size_t i = 0; i < sizeof edge / sizeof edge[0]; i++ ) pool[k++] = edge[i];
+  pool[k++] = N - 1; pool[k++] = N - 2; pool[k++] = N - 64; pool[k++] = (N - 1) / 64 * 64;
+  while( k < K ) pool[k++] = (int64_t)fly_rng_below(&r, (uint64_t)N);
+  qsort(pool, (size_t)K, sizeof *pool, cmp_i64);
+  k = 0;                                        /* drop repeats */
+  for( int64_t i = 0; i < K; i++ ) if( i == 0 || pool[i] != pool[k - 1] ) pool[k++] = pool[i];
+  K = k;
+  int ok_ret = 1, ok_agree = 1, ok_dark = 1, ok_check = 1;
+  int64_t B = 0, maxB = 0;
+  for( long op = 0; op < ops; op++ ){
+    int64_t j = (int64_t)fly_rng_below(&r, (uint64_t)K), n = pool[j];
+    /* the bright set drifts up and down through several table sizes */
+    double pb = (op / (ops / 6)) % 2 == 0 ? 0.7 : 0.3;
+    if( fly_rng_uniform(&r) < pb ){
+      int64_t p = fly_zset_brighten(z, n);
+      if( naive[j] ) ok_ret &= p == -1;
+      else { ok_ret &= p == B; if( p >= 0 ) mirror[p] = n; naive[j] = 1; B++; }
+    }else{
+      int64_t from = -7, p = fly_zset_darken(z, n, &from);
+      if( !naive[j] ) ok_ret &= p == -1 && from == -7;
+      else {
+        ok_ret &= p >= 0 && p < B && from == B - 1 && mirror[p] == n;
+        if( p >= 0 ) mirror[p] = mirror[from];
+        naive[j] = 0; B--;
+      }
+    }
+    if( B > maxB ) maxB = B;
+    ok_ret &= fly_zset_n_bright(z) == B;
+    if( op % 4096 == 0 || op == ops - 1 ){
+      for( int64_t i = 0; i < K; i++ ){
+        int64_t p = fly_zset_pos(z, pool[i]);
+        ok_agree &= fly_zset_is_bright(z, pool[i]) == naive[i] &&
+                    (naive[i] ? p >= 0 && p < B && mirror[p] == pool[i] : p == -1);
+      }
+      for( int64_t i = 0; i < B; i++ ) ok_agree &= fly_zset_ith_bright(z, i) == mirror[i];
+      for( int t = 0; t < 1000; t++ ){
+        int64_t m = (int64_t)fly_rng_below(&r, (uint64_t)N);
+        if( !bsearch(&m, pool, (size_t)K, sizeof *pool, cmp_i64) )
+          ok_dark &= !fly_zset_is_bright(z, m) && fly_zset_pos(z, m) == -1;
+      }
+    }
+    if( op % (ops / 4) == 0 || op == ops - 1 ) ok_check &= fly_zset_check(z);
+  }
+  TAP_OK(ok_ret, "sparse N=%lld: return values and moves (%lld ids, max B %lld)", (long long)N, (long long)K, (long long)maxB);
+  TAP_OK(ok_agree, "sparse N=%lld: agrees with the naive pool",
+         (long long)N);
+  TAP_OK(ok_dark, "sparse N=%lld: ids outside the pool are dark",
+         (long long)N);
+  TAP_OK(ok_check, "sparse N=%lld: fly_zset_check", (long long)N);
+  free(pool); free(mirror); free(naive);
   fly_zset_free(z);
 }
 
@@ -182,16 +281,24 @@ static void errors(void)
   TAP_OK(fly_zset_darken(z, 3, NULL) == -1, "darken of a dark row is -1");
   TAP_OK(fly_zset_brighten(z, 3) == 0 && fly_zset_brighten(z, 3) == -1 &&
          fly_zset_n_bright(z) == 1, "brighten twice: second is -1");
+  TAP_OK(fly_zset_pos(z, 3) == 0 && fly_zset_pos(z, 4) == -1,
+         "pos of a bright row is its position, of a dark row -1");
+  TAP_OK(fly_zset_reserve(z, 1000, &err) == FLY_OK && fly_zset_check(z) &&
+         fly_zset_reserve(z, 5, &err) == FLY_OK && fly_zset_check(z) &&
+         fly_zset_ith_bright(z, 0) == 3, "reserve past N is clamped, never shrinks");
   TAP_OK(fly_zset_darken(z, 3, NULL) == 0 && fly_zset_n_bright(z) == 0,
          "darken with moved_from NULL");
   fly_zset_free(z);
 }
 
+#ifndef ZSET_TEST_NO_MAIN
 int main(void)
 {
   errors();
   static const int64_t Ns[] = { 0, 1, 2, 3, 17, 1000, 100000 };
   for( size_t i = 0; i < sizeof Ns / sizeof Ns[0]; i++ )
     run(Ns[i], Ns[i] <= 3 ? 200000 : 1000000, 100 + i);
+  sparse(100000000, 20000, 600000, 7);
   return tap_done();
 }
+#endif
