@@ -14,16 +14,18 @@ EXT=$(dirname "$FLYDB_BIN")/../sqlext/flydb_ext
 TOY=$E2E/../../datasets/toy
 db=f.db
 
-# A module built with -fsanitize=address (the sanitizer build of the test
-# suite) can only be loaded into the stock sqlite3 shell with the sanitizer
+# A module built with -fsanitize=address,undefined (the sanitizer build of
+# the test suite) can only be loaded into the stock sqlite3 shell with the sanitizer
 # runtimes preloaded; leaks of the shell itself are not ours to report.
+# The same for ThreadSanitizer (tools/test --tsan), whose runtime cannot be
+# loaded after start-up at all.
 PRELOAD=
-if ldd "$EXT.so" 2> /dev/null | grep -q libasan; then
-  for lib in libasan.so libubsan.so; do
-    f=$(${CC:-cc} -print-file-name=$lib)
+for rt in libasan libubsan libtsan; do
+  if ldd "$EXT.so" 2> /dev/null | grep -q "$rt"; then
+    f=$(${CC:-cc} -print-file-name="$rt.so")
     [ -f "$f" ] && PRELOAD="$PRELOAD $f"
-  done
-fi
+  fi
+done
 
 # x DB SQL: SQL with the extension loaded; stop at the first error.
 x() { printf '.load %s\n%s\n' "$EXT" "$2" |
