@@ -84,15 +84,17 @@ complete() {
 # ---- the CSV: at least a second to ingest ---------------------------------
 "$GEN" --model logistic --rows 200000 --features 20 --seed 7 >big.csv
 mkdir db
-for _ in 1 2 3; do   # at most 800,000 rows (150 MB)
+for i in 1 2 3; do   # at most 800,000 rows (150 MB)
+  if [ "$i" -gt 1 ]; then   # too quick: twice the rows (before the ingest,
+    tail -n +2 big.csv >rows.csv   # so big.csv is what db/ref.db holds)
+    cat rows.csv >>big.csv
+    rm rows.csv
+  fi
   rm -f db/ref.db
   t0=$(now_ms)
   expect 0 "$FLYDB" ingest big.csv --db db/ref.db --name big
   ref_ms=$(( $(now_ms) - t0 ))
   [ $ref_ms -ge 1000 ] && break
-  tail -n +2 big.csv >rows.csv
-  cat rows.csv >>big.csv
-  rm rows.csv
 done
 N=$(( $(wc -l <big.csv) - 1 ))
 complete db/ref.db big
