@@ -17,9 +17,7 @@ void fly_prof_start(fly_prof *p)
 void fly_prof_stop(fly_prof *p)
 {
   if( !p->on ) return;
-  double t = fly_prof_now();
-  p->t[p->stack[p->depth]] += t - p->mark;
-  p->mark = t;
+  fly_prof_charge(p);
   p->depth = 0;
   p->on = 0;
 }

@@ -48,21 +48,25 @@ static inline double fly_prof_now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static inline void fly_prof_push(fly_prof *p, fly_prof_part part)
+/* Charge the time since the last mark to the part on top of the stack. */
+static inline void fly_prof_charge(fly_prof *p)
 {
-  if( !p->on ) return;
   double t = fly_prof_now();
   p->t[p->stack[p->depth]] += t - p->mark;
   p->mark = t;
+}
+
+static inline void fly_prof_push(fly_prof *p, fly_prof_part part)
+{
+  if( !p->on ) return;
+  fly_prof_charge(p);
   if( p->depth + 1 < FLY_PROF_DEPTH ) p->stack[++p->depth] = (int)part;
 }
 
 static inline void fly_prof_pop(fly_prof *p)
 {
   if( !p->on ) return;
-  double t = fly_prof_now();
-  p->t[p->stack[p->depth]] += t - p->mark;
-  p->mark = t;
+  fly_prof_charge(p);
   if( p->depth > 0 ) p->depth--;
 }
 
