@@ -19,12 +19,15 @@ db=f.db
 # runtimes preloaded; leaks of the shell itself are not ours to report.
 # The same for ThreadSanitizer (tools/test --tsan), whose runtime cannot be
 # loaded after start-up at all.
+# (ldd's output is read whole: `ldd | grep -q` under pipefail fails at
+# random when grep exits first and ldd gets SIGPIPE.)
 PRELOAD=
+libs=$(ldd "$EXT.so" 2> /dev/null || true)
 for rt in libasan libubsan libtsan; do
-  if ldd "$EXT.so" 2> /dev/null | grep -q "$rt"; then
-    f=$(${CC:-cc} -print-file-name="$rt.so")
-    [ -f "$f" ] && PRELOAD="$PRELOAD $f"
-  fi
+  case $libs in
+    *"$rt"*) f=$(${CC:-cc} -print-file-name="$rt.so")
+             [ -f "$f" ] && PRELOAD="$PRELOAD $f" ;;
+  esac
 done
 
 # x DB SQL: SQL with the extension loaded; stop at the first error.
