@@ -22,7 +22,8 @@
  *   # flydb parameter names: "(Intercept)","x"
  * (CSV-quoted).  lp__ is the log joint log p(theta, z | x) up to a
  * constant (table iteration), accept_stat__ whether the MH proposal was
- * accepted (0/1), stepsize__ the proposal scale.
+ * the fraction of the iteration's theta proposals accepted (0/1 with one
+ * theta update per iteration), stepsize__ the proposal scale.
  * Readers split warm-up from sampling rows by num_warmup / thin (cmdstanr
  * rounds up, ArviZ down) while flydb keeps iterations thin, 2 thin, .. of
  * 1..warmup+iters, so when thin does not divide warmup or iters the header
@@ -73,7 +74,7 @@ typedef struct runinfo {
 typedef struct itrow {      /* one row of table iteration */
   int64_t iter, n_bright, n_lik, n_reads;
   double  lp, step;         /* NaN when NULL */
-  int     accepted;
+  double  accepted;
 } itrow;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -325,7 +326,7 @@ static fly_rc reader_next(reader *r, itrow *row, double *th, fly_err *err)
   if( sqlite3_step(r->it) != SQLITE_ROW ) return FLY_DONE;
   row->iter = sqlite3_column_int64(r->it, 0);
   row->lp = col_real(r->it, 1);
-  row->accepted = sqlite3_column_int(r->it, 2);
+  row->accepted = sqlite3_column_double(r->it, 2);
   row->step = col_real(r->it, 3);
   row->n_bright = sqlite3_column_int64(r->it, 4);
   row->n_lik = sqlite3_column_int64(r->it, 5);
@@ -426,7 +427,7 @@ static void cmdstan_row(FILE *f, const itrow *row, const double *th, size_t P)
   char b[40];
   fmt_real(b, sizeof b, row->lp, 1);
   fputs(b, f);
-  fprintf(f, ",%d,", row->accepted);
+  fprintf(f, ",%.17g,", row->accepted);
   fmt_real(b, sizeof b, row->step, 1);
   fputs(b, f);
   fprintf(f, ",%lld,%lld,%lld", (long long)row->n_bright, (long long)row->n_lik,

@@ -46,7 +46,7 @@ typedef struct sample_cfg {
   double      z_param, fixed_xi, eps0, scan_frac;
   fly_model   m;            /* resolved against the data set in run_sample */
   fly_kernel  kernel;
-  int64_t     n_leap;
+  int64_t     n_leap, theta_steps;
   int         fixed_bounds, isotropic, init_map, quiet, profile;
 } sample_cfg;
 
@@ -100,7 +100,8 @@ static void *run_chain(void *arg)
     atomic_fetch_add(&j->acc, s.accepted);
     atomic_store(&j->bright, s.n_bright);
     if( it % sc->thin == 0 ){
-      fly_trace_row row = { s.lp, s.n_bright, s.n_lik, s.n_reads, s.accepted, s.eps, NAN };
+      fly_trace_row row = { s.lp, s.n_bright, s.n_lik, s.n_reads,
+                            (double)s.accepted / (double)sc->theta_steps, s.eps, NAN };
       if( sc->full_every > 0 && it % sc->full_every == 0 ){
         double secs = 0;
         if( (rc = fly_chain_full_logpost(ch, &row.full_logpost, &secs, err)) ) goto done;
@@ -155,6 +156,8 @@ static fly_opt sample_opts_tmpl[] = {
   { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
   { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
   { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc", 0, 0 },
+  { "theta-steps", FLY_OPT_VALUE, "theta updates per z update (default 32 with --z gibbs, "
+                                  "else 1)", 0, 0 },
   { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
   { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's): the "
                                "kernel's preconditioner", 0, 0 },
@@ -271,6 +274,15 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
     return fly_fail(err, FLY_MISUSE, "--sampler: '%s' is not mh, mala, slice or hmc", s);
   sc->kernel = (fly_kernel)kern;
   if( (rc = fly_args_int(a, "leapfrog", 16, 1, 100000, &sc->n_leap, err)) ) return rc;
+  /* A z step costs its row reads, a theta update O(P^2 + bright rows): with
+   * the thinned z step several theta updates per z update are nearly free
+   * and mix theta much better (docs/benchmarks.md); implicit and explicit
+   * keep the paper's one update, which Table 1's counts assume. */
+  if( (rc = fly_args_int(a, "theta-steps", sc->z == FLY_Z_GIBBS ? 32 : 1, 1, 1000000,
+                         &sc->theta_steps, err)) ) return rc;
+  if( sc->z == FLY_Z_REGULAR && sc->theta_steps != 1 )
+    return fly_fail(err, FLY_MISUSE, "--theta-steps with --regular: every theta update "
+                    "of regular MCMC is a full pass over the data; use --iters");
   if( fly_args_set(a, "leapfrog") && sc->kernel != FLY_K_HMC )
     return fly_fail(err, FLY_MISUSE, "--leapfrog is for --sampler hmc");
   s = fly_args_str(a, "proposal", "laplace");
@@ -312,6 +324,7 @@ static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n
     else snprintf(buf, n, "map");
   }
   else if( !strcmp(name, "sampler") ) snprintf(buf, n, "%s", fly_kernel_name(sc->kernel));
+  else if( !strcmp(name, "theta-steps") ) snprintf(buf, n, "%lld", (long long)sc->theta_steps);
   else if( !strcmp(name, "leapfrog") ) snprintf(buf, n, "%lld", (long long)sc->n_leap);
   else if( !strcmp(name, "proposal") ) snprintf(buf, n, "%s", sc->isotropic ? "isotropic" : "laplace");
   else if( !strcmp(name, "step") ) snprintf(buf, n, "%.17g", sc->eps0);
@@ -358,9 +371,10 @@ static fly_rc load_config(fly_db *db, int64_t run_id, char ***argv_out, int *arg
 {
   sqlite3_stmt *st = NULL;
   char **av = NULL;
-  int ac = 0;
+  int ac = 0, have_ts = 0;
   fly_rc rc = fly_db_prepare(db, "SELECT key, value FROM run_config WHERE run_id=?1 "
-                             "AND (is_default=0 OR key IN ('seed', 'warmup')) ORDER BY key", &st, err);
+                             "AND (is_default=0 OR key IN ('seed', 'warmup', 'theta-steps')) ORDER BY key",
+                             &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, run_id);
   av = fly_alloc_array(2 * NOPTS + 1, sizeof *av);
@@ -371,6 +385,7 @@ static fly_rc load_config(fly_db *db, int64_t run_id, char ***argv_out, int *arg
     fly_opt *o = NULL;
     for(fly_opt *p = sample_opts_tmpl; p->name; p++) if( !strcmp(p->name, k) ) o = p;
     if( !o ) continue;
+    if( !strcmp(k, "theta-steps") ) have_ts = 1;
     size_t n = strlen(k) + strlen(v) + 4;
     av[ac] = fly_alloc_array(n, 1);
     if( !av[ac] ){ rc = fly_fail(err, FLY_NOMEM, "resume"); break; }
@@ -381,6 +396,12 @@ static fly_rc load_config(fly_db *db, int64_t run_id, char ***argv_out, int *arg
     ac++;
   }
   sqlite3_finalize(st);
+  /* Runs stored before --theta-steps existed made one theta update per
+   * iteration whatever their z mode: resume them that way. */
+  if( rc == FLY_OK && !have_ts ){
+    if( !(av[ac] = fly_alloc_array(32, 1)) ) rc = fly_fail(err, FLY_NOMEM, "resume");
+    else snprintf(av[ac++], 32, "--theta-steps=1");
+  }
   *argv_out = av;
   *argc_out = ac;
   return rc;
@@ -667,6 +688,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
   cc.eps0 = sc.eps0;
   cc.n_warmup = sc.warmup;
   cc.n_leap = (int)sc.n_leap;
+  cc.theta_steps = sc.theta_steps;
   cc.init_map = sc.init_map;
   cc.cache_bytes = (size_t)sc.cache_mb << 20;
 
@@ -717,7 +739,8 @@ static int run_sample(fly_args *a, int64_t resume_id)
         fly_progress_draw(&pg, "sample: %lld/%lld iterations, %.0f it/s, bright %.2f%%, "
                           "accept %.2f, ETA %.0fs", (long long)d, (long long)total, rate,
                           100.0 * (double)br / (double)nstarted / (double)sh.n_rows,
-                          d > start ? (double)acc / (double)(d - start) : 0.0,
+                          d > start ? (double)acc / (double)(d - start) /
+                                      (double)sc.theta_steps : 0.0,
                           rate > 0 ? (double)(total - d) / rate : 0.0);
       }
       if( !alive ) break;

@@ -9,6 +9,11 @@
  *                + sum_{bright} log Ltilde_n(theta),
  * Ltilde_n = L_n/B_n - 1, evaluated with one BLAS pass over the bright block.
  * An accepted proposal's gaps become the cached gaps (no second pass).
+ * An iteration makes theta_steps such updates before its z step: each
+ * leaves p(theta | z) invariant, so the alternation still leaves the joint
+ * p(theta, z | x) invariant, and one costs O(P^2 + bright rows) against a
+ * z step's row reads, so several per z step buy mixing in theta almost for
+ * free (docs/benchmarks.md, "theta updates per z update").
  *
  * Z step.  Given theta the z_n are independent with p(z_n = 1) =
  * 1 - exp(-gap_n).  Every mode first handles rows that were dark when the
@@ -719,7 +724,7 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
   return rc;
 }
 
-static void fill_stats(fly_chain *c, int acc, double eps, fly_iter_stats *s)
+static void fill_stats(fly_chain *c, int64_t acc, double eps, fly_iter_stats *s)
 {
   s->lp = c->lp;
   s->n_bright = c->cfg->z == FLY_Z_REGULAR ? c->cfg->N : fly_bright_count(&c->br);
@@ -759,12 +764,16 @@ static fly_rc theta_step(fly_chain *c, int adapt, int *acc, fly_err *err)
 
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
 {
-  fly_rc rc;
-  int acc = 0;
+  fly_rc rc = FLY_OK;
+  int64_t acc = 0, K = c->cfg->theta_steps > 1 ? c->cfg->theta_steps : 1;
   double eps = kernel_eps(c, adapt);
   reset_counters(c);
   fly_prof_push(&c->prof, FLY_PROF_THETA);
-  rc = theta_step(c, adapt, &acc, err);
+  for(int64_t k = 0; k < K && rc == FLY_OK; k++){
+    int a = 0;
+    rc = theta_step(c, adapt, &a, err);
+    acc += a;
+  }
   fly_prof_pop(&c->prof);
   if( rc == FLY_OK ) rc = zstep(c, err);
   if( rc ) return rc;

@@ -63,6 +63,7 @@ typedef struct fly_chain_cfg {
   int64_t            n_warmup;   /* warm-up iterations (HMC's adaptation windows) */
   int                n_leap;     /* HMC leapfrog steps */
   int                init_map;   /* start at the MAP instead of a Laplace draw */
+  int64_t            theta_steps; /* theta updates per z update (>= 1; regular: 1) */
   size_t             cache_bytes;
 } fly_chain_cfg;
 
@@ -74,8 +75,8 @@ typedef struct fly_iter_stats {
   int64_t n_cand;      /* thinning candidates (gibbs) */
   int64_t n_viol;      /* candidates whose exact probability exceeded the
                           bound (must stay 0; counted, never hidden) */
-  int     accepted;
-  double  eps;         /* step size used */
+  int64_t accepted;    /* theta proposals accepted this iteration (0..theta_steps) */
+  double  eps;         /* step size used (by the first theta update) */
   int     scanned;     /* the z step fell back to a sequential scan */
 } fly_iter_stats;
 
@@ -89,7 +90,8 @@ void   fly_chain_close(fly_chain *c);                 /* NULL: no-op */
  * for FlyMC, z drawn exactly from its conditional by one scan. */
 fly_rc fly_chain_init(fly_chain *c, fly_err *err);
 
-/* One iteration: theta step, then z step.  adapt: warm-up adaptation on. */
+/* One iteration: cfg->theta_steps theta updates (each leaves p(theta | z)
+ * invariant), then the z step.  adapt: warm-up adaptation on. */
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
 
 const double *fly_chain_theta(const fly_chain *c);

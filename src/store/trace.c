@@ -136,7 +136,7 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
         sqlite3_bind_int64(st, d + 1, w->n_bright);
         sqlite3_bind_int64(st, d + 2, w->n_lik);
         sqlite3_bind_int64(st, d + 3, w->n_reads);
-        sqlite3_bind_int(st, d + 4, w->accepted);
+        sqlite3_bind_double(st, d + 4, w->accepted);
         sqlite3_bind_double(st, d + 5, w->step_size);
         if( w->full_logpost == w->full_logpost ) sqlite3_bind_double(st, d + 6, w->full_logpost);
         else sqlite3_bind_null(st, d + 6);

@@ -21,7 +21,7 @@ typedef struct fly_trace fly_trace;
 typedef struct fly_trace_row {   /* per-iteration diagnostics */
   double  log_joint;
   int64_t n_bright, n_lik, n_reads;
-  int     accepted;
+  double  accepted;    /* fraction of the iteration's theta proposals accepted */
   double  step_size;
   double  full_logpost;   /* NaN when not computed (stored as NULL) */
 } fly_trace_row;

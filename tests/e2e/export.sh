@@ -97,7 +97,7 @@ if fmt == "cmdstan":
         for r, it in zip(rows, its):
             lp, acc, step, nb, nl, nr = itr[(c, it)]
             want = [lp, acc, step, nb, nl, nr] + draws[(c, it)]
-            got = [float(r[0]), int(r[1]), float(r[2]), int(r[3]), int(r[4]), int(r[5])] + [float(x) for x in r[6:]]
+            got = [float(r[0]), float(r[1]), float(r[2]), int(r[3]), int(r[4]), int(r[5])] + [float(x) for x in r[6:]]
             if not all(same(a, b) for a, b in zip(got, want)) or len(got) != len(want):
                 print(f"{f}: iteration {it}: {r} != {want}"); bad = 1; break
 else:

@@ -49,9 +49,13 @@ eq "iteration rows" "$(q $db "SELECT count(*), count(DISTINCT chain || '/' || it
 eq "iteration without draws" "$(q $db "SELECT count(*) FROM iteration i WHERE run_id = $run
       AND (SELECT count(*) FROM draw d WHERE d.run_id = i.run_id AND d.chain = i.chain
            AND d.iter = i.iter) != $P")" 0
+# accepted: the fraction of the iteration's --theta-steps proposals accepted
+K=$(q $db "SELECT value FROM run_config WHERE run_id = $run AND key = 'theta-steps'")
+eq "theta updates per iteration (gibbs default)" "$K" 32
 eq "bad diagnostics" "$(q $db "SELECT count(*) FROM iteration WHERE run_id = $run AND (
       log_joint IS NULL OR abs(log_joint) > 1e300 OR n_bright < 0 OR n_bright > $N
-      OR accepted NOT IN (0, 1) OR n_lik_evals < 0 OR n_reads < 0)")" 0
+      OR accepted < 0 OR accepted > 1 OR abs(accepted * $K - round(accepted * $K)) > 1e-9
+      OR n_lik_evals < 0 OR n_reads < 0)")" 0
 acc=$(q $db "SELECT avg(accepted) FROM iteration WHERE run_id = $run")
 awk -v a="$acc" 'BEGIN { exit !(a > 0.05 && a < 0.95) }' || fail "acceptance rate $acc"
 ok "iteration: one row per chain and iteration, diagnostics in range (acceptance $acc)"

@@ -273,7 +273,8 @@ run=$(last_run)
 wait_draws "$run" 0 || true
 kill_at 9 0
 [ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
-for opt in "--iters 5" "--seed 6" "--chains 3" "--z implicit" "--regular" "--thin 2" "--warmup 10"; do
+for opt in "--iters 5" "--seed 6" "--chains 3" "--z implicit" "--regular" "--thin 2" "--warmup 10" \
+           "--theta-steps 2"; do
   # shellcheck disable=SC2086
   expect 2 "$FLYDB" sample --db $db --resume "$run" $opt
   err_has "${opt%% *}"
@@ -294,6 +295,25 @@ cmp_runs "$ref" "$run"
 ok "the run killed before the refusals resumes to the reference draws"
 eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 
+# ---- a run stored before --theta-steps existed ---------------------------
+# Such runs made one theta update per iteration in every z mode, and their
+# run_config has no theta-steps row: --resume must not give them the gibbs
+# default.  Emulated by a killed --theta-steps 1 run whose row is removed.
+expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
+ref1=$(last_run)
+before=$ref1
+start "${BASE[@]}" --theta-steps 1
+for _ in $(seq 600); do [ "$(last_run)" != "$before" ] && break; sleep 0.05; done
+run=$(last_run)
+[ "$run" != "$before" ] || fail "no run created"
+wait_draws "$run" 0 || true
+kill_at 9 0
+[ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
+q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps'" >/dev/null
+expect 0 "$FLYDB" sample --db $db --resume "$run"
+cmp_runs "$ref1" "$run"
+ok "a run without a stored --theta-steps resumes with one theta update per iteration"
+
 # ---- SIGKILL in the other z modes ----------------------------------------
 if [ $accurate = 1 ]; then
   kill_test "explicit" 3 "${BASE[@]}" --z explicit=0.2
@@ -310,9 +330,9 @@ if [ $accurate = 1 ]; then
   kill_test "mala, gibbs" 3 "${BASE[@]}" --sampler mala
   kill_test "slice, implicit" 3 "${BASE[@]}" --sampler slice --z implicit
   kill_test "hmc, regular" 3 "${BASE[@]}" --sampler hmc --regular
-  kill_test "hmc, gibbs" 3 "${BASE[@]}" --sampler hmc
+  kill_test "hmc, gibbs" 3 "${BASE[@]}" --sampler hmc --theta-steps 4
 else
   kill_test "mala, gibbs" 1 "${BASE[@]}" --sampler mala
   kill_test "slice, implicit" 1 "${BASE[@]}" --sampler slice --z implicit
-  kill_test "hmc, gibbs" 1 "${BASE[@]}" --sampler hmc
+  kill_test "hmc, gibbs" 1 "${BASE[@]}" --sampler hmc --theta-steps 4
 fi

@@ -47,6 +47,10 @@ bad --z        --z explicit=-0.1
 bad --regular  --regular --z gibbs
 bad --regular  --regular --z implicit
 bad --regular  --regular=1
+bad --theta-steps --theta-steps 0
+bad --theta-steps --theta-steps 2.5
+bad --theta-steps --theta-steps 2 --regular
+bad --theta-steps --regular --theta-steps 8
 bad "--z gibbs" --bounds fixed --z gibbs
 bad --bounds   --bounds bogus
 bad --bounds   --bounds fixed=0
@@ -69,7 +73,7 @@ eq "runs" "$(q $db "SELECT count(*) FROM run")" 0
 
 expect 0 "$FLYDB" sample --help
 for o in --db --iters --warmup --chains --seed --thin --z --regular --bounds \
-         --checkpoint-every --quiet --resume; do
+         --checkpoint-every --theta-steps --quiet --resume; do
   grep -q -F -- "$o" "$T/out" "$T/err" || fail "sample --help does not list $o"
 done
 same_file $db f.orig

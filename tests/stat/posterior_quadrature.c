@@ -18,8 +18,9 @@
  * (for a smooth density decaying like this the rule converges
  * geometrically, so the 401 grid is exact far below any MCSE).
  *
- * Then `flydb ingest` and `flydb sample` run --regular, --z gibbs,
- * implicit=0.1, explicit=0.2 (MAP bounds) and --bounds fixed with
+ * Then `flydb ingest` and `flydb sample` run --regular, --z gibbs (its
+ * default 32 theta updates per z update, and 1), implicit=0.1 (1 and 8
+ * theta updates), explicit=0.2 (MAP bounds) and --bounds fixed with
  * implicit=0.1 and explicit=0.3 (2 chains each), then MALA, slice and HMC
  * under --regular, gibbs and fixed-bound implicit, and for each coefficient
  * the post-warm-up draws must satisfy
@@ -128,7 +129,9 @@ typedef struct mode {
 static const mode modes[] = {
   { "regular",                     { "--regular", NULL } },
   { "gibbs (MAP bounds)",          { "--z", "gibbs", NULL } },
+  { "gibbs, 1 theta step",         { "--z", "gibbs", "--theta-steps", "1", NULL } },
   { "implicit=0.1 (MAP bounds)",   { "--z", "implicit=0.1", NULL } },
+  { "implicit=0.1, 8 theta steps", { "--z", "implicit=0.1", "--theta-steps", "8", NULL } },
   { "explicit=0.2 (MAP bounds)",   { "--z", "explicit=0.2", NULL } },
   { "implicit=0.1 (fixed bounds)", { "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
   { "explicit=0.3 (fixed bounds)", { "--bounds", "fixed", "--z", "explicit=0.3", NULL } },
