@@ -599,7 +599,9 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     rc = fly_hmc_init(&c->hmc, c->P, c->L, cfg->eps0, err);
     if( rc == FLY_OK ){
       c->hmc.n_leap = cfg->n_leap > 0 ? (size_t)cfg->n_leap : c->hmc.n_leap;
-      c->hmc.n_warmup = (size_t)cfg->n_warmup;
+      /* adapting steps, not iterations: every theta update adapts */
+      c->hmc.n_warmup = (size_t)cfg->n_warmup *
+                        (size_t)(cfg->theta_steps > 1 ? cfg->theta_steps : 1);
     }
     break;
   default: rc = fly_fail(err, FLY_MISUSE, "unknown theta kernel %d", (int)cfg->kernel);
