@@ -24,8 +24,9 @@ trap e2e_cleanup EXIT
 mkdir "$T/w"
 cd "$T/w"
 
-# FLYDB_E2E_WRAPPER (e.g. "valgrind --error-exitcode=99 -q", see
-# tools/memcheck): every flydb command of the script runs under it.  The
+# FLYDB_E2E_WRAPPER (e.g. "valgrind --error-exitcode=99 -q", as
+# `tools/test --valgrind` sets it): every flydb command of the script runs
+# under it.  The
 # wrapper execs, so a test's kill -9 of "$!" still reaches the process.
 if [ -n "${FLYDB_E2E_WRAPPER:-}" ]; then
   printf '#!/bin/sh\nexec %s %s "$@"\n' "$FLYDB_E2E_WRAPPER" "$FLYDB" >"$T/flydb"
