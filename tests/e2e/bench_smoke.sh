@@ -46,9 +46,10 @@ for m in logistic softmax robust; do
   ok "table1 --model $m"
 done
 
-bench scaling
+bench scaling --modes "regular gibbs gibbs:1"
 shape 11 3 "1000 | regular |" 10
 out_has "| 2000 | gibbs |" "ESS per iteration is that of regular at N = 1000"
+out_has "| 2000 | gibbs:1 |"
 ok "scaling"
 
 bench ingest
