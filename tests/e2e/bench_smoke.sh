@@ -45,6 +45,10 @@ for m in logistic softmax robust; do
   [ "$(grep -c '^| ' "$T/out")" = 5 ] || fail "table1 $m: want a header and 4 rows"
   ok "table1 --model $m"
 done
+bench table1 --model logistic --theta-steps 2
+shape 11 2 "regular MCMC |" 11
+out_has "MAP-tuned FlyMC (implicit q = 0.01, 2 θ updates)" "θ updates per z update: 2"
+ok "table1 --theta-steps 2"
 
 bench scaling --modes "regular gibbs gibbs:1"
 shape 11 3 "1000 | regular |" 10
