@@ -67,7 +67,9 @@ out_has() {
 }
 
 # q DB SQL: one query, values separated by tabs, no header.
-q() { sqlite3 -batch -noheader -separator "$(printf '\t')" "$1" "$2"; }
+# A flydb process starting or ending next to the query briefly locks the
+# file (WAL set-up, final checkpoint); wait for it as docs/sql.md advises.
+q() { sqlite3 -batch -noheader -cmd ".timeout 10000" -separator "$(printf '\t')" "$1" "$2"; }
 
 # eq WHAT GOT WANT
 eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
