@@ -46,6 +46,13 @@ expect() {
   if [ "$got" != "$want" ]; then
     echo "--- stdout:" >&2; cat "$T/out" >&2
     echo "--- stderr:" >&2; cat "$T/err" >&2
+    if grep -q -i "locked" "$T/err"; then
+      # who holds the lock: POSIX locks (pid, inode) and the flydb processes
+      echo "--- /proc/locks (inodes here: $(stat -c %i ./*.db* 2>/dev/null | tr '\n' ' ')):" >&2
+      cat /proc/locks >&2 2>/dev/null || true
+      echo "--- processes:" >&2
+      ps -eo pid,ppid,etime,args 2>/dev/null | grep -E "flydb|sqlite3" | grep -v grep >&2 || true
+    fi
     fail "exit status $got, want $want: $*"
   fi
 }
