@@ -21,9 +21,9 @@
  * original names, in order, are in the comment line
  *   # flydb parameter names: "(Intercept)","x"
  * (CSV-quoted).  lp__ is the log joint log p(theta, z | x) up to a
- * constant (table iteration), accept_stat__ whether the MH proposal was
- * the fraction of the iteration's theta proposals accepted (0/1 with one
- * theta update per iteration), stepsize__ the proposal scale.
+ * constant (table iteration), accept_stat__ the fraction of the
+ * iteration's theta proposals accepted (0 or 1 with one theta update per
+ * iteration), stepsize__ the proposal scale.
  * Readers split warm-up from sampling rows by num_warmup / thin (cmdstanr
  * rounds up, ArviZ down) while flydb keeps iterations thin, 2 thin, .. of
  * 1..warmup+iters, so when thin does not divide warmup or iters the header
