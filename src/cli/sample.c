@@ -664,8 +664,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
   if( sc.z == FLY_Z_GIBBS ){
     fly_pages *bp = NULL;
     if( (rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err)) ) goto done;
-    rc = fly_buckets_build(bp, m.type->n_xi(&m),
-                           m.type->gap_upper_box ? 0 : FLY_BUCKETS_NO_XI, &bk, &err);
+    rc = fly_buckets_build(bp, &m, &bk, &err);
     fly_pages_close(bp);
     if( rc ) goto done;
   }

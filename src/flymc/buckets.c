@@ -24,6 +24,7 @@
 #define MAX_LEVELS   512
 #define XI_BINS      256
 #define CAND_MIN     0.01    /* see fly_buckets_gap_upper */
+#define NO_XI        ((size_t)-1)
 
 static int64_t grid(double k)
 {
@@ -72,7 +73,7 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
     for(size_t i = 0; i < n; i++, row++){
       const double *br = s->page + i * s->width;
       double k = br[s->col];
-      double v = s->xcol == FLY_BUCKETS_NO_XI ? 0.0 : fabs(br[s->xcol]);
+      double v = s->xcol == NO_XI ? 0.0 : fabs(br[s->xcol]);
       if( !(k >= 0) || !isfinite(k) )
         return fly_fail(err, FLY_NUMERIC, "row %lld has gap key %g: the bounds "
                         "are not MAP-tuned (use --z implicit or --bounds map)",
@@ -100,10 +101,13 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
   return FLY_OK;
 }
 
-fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
-                         fly_buckets *b, fly_err *err)
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                         fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
+  /* xi only sharpens the bound of a model with gap_upper_box; without it
+   * the buckets are split by key alone. */
+  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
   scan_ctx s;
   int64_t *fill = NULL;
   fly_rc rc = FLY_OK;
@@ -117,7 +121,7 @@ fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
   s.lo = INT64_MAX;
   s.hi = INT64_MIN;
   b->N = in->n_rows;
-  if( (xi_col != FLY_BUCKETS_NO_XI && xi_col >= in->width) || key_col >= in->width ){
+  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width ){
     rc = fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
                   key_col, xi_col, in->width);
     goto done;
@@ -129,7 +133,7 @@ fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
   /* Keep the top MAX_LEVELS levels; anything lower shares level 0. */
   if( s.hi - s.lo + 1 > MAX_LEVELS ) s.lo = s.hi - MAX_LEVELS + 1;
   s.nlev = (size_t)(s.hi - s.lo + 1);
-  s.nbin = xi_col == FLY_BUCKETS_NO_XI ? 1 : XI_BINS;
+  s.nbin = xi_col == NO_XI ? 1 : XI_BINS;
   s.cell = fly_alloc_array(s.nlev * s.nbin, sizeof *s.cell);
   if( !s.cell ){ rc = fly_fail(err, FLY_NOMEM, "bucket cells"); goto done; }
   memset(s.cell, 0, s.nlev * s.nbin * sizeof *s.cell);
@@ -140,12 +144,12 @@ fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
   fill = fly_alloc_array(b->nb, sizeof *fill);
   b->perm = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *b->perm);
-  if( xi_col != FLY_BUCKETS_NO_XI ){
+  if( xi_col != NO_XI ){
     b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
     b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
   }
   if( !b->start || !b->key || !fill || !b->perm ||
-      (xi_col != FLY_BUCKETS_NO_XI && (!b->xi_lo || !b->xi_hi)) ){
+      (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }

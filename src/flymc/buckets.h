@@ -31,14 +31,13 @@ typedef struct fly_buckets {
   double   *xi_hi;   /* nb: largest |xi| (+inf if some |xi| is not finite) */
 } fly_buckets;
 
-#define FLY_BUCKETS_NO_XI ((size_t)-1)
-
-/* Read the key column (index key_col of each bound row) and, unless xi_col
- * is FLY_BUCKETS_NO_XI, the bound parameter in column xi_col of all rows by
- * a sequential scan of the bound pages and group the rows.  FLY_NUMERIC if
- * a key is negative or not finite (bounds not MAP-tuned). */
-fly_rc fly_buckets_build(fly_pages *bnd, size_t key_col, size_t xi_col,
-                         fly_buckets *b, fly_err *err);
+/* Read every row's key (bound row layout of tune.h: the model's n_xi
+ * values, then the key) and, when the model has gap_upper_box, its xi
+ * (the first value), by a sequential scan of the bound pages, and group
+ * the rows.  FLY_NUMERIC if a key is negative or not finite (bounds not
+ * MAP-tuned). */
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                         fly_err *err);
 
 /* An upper bound on gap_n(th) for every row n of bucket i, where r is
  * type->radius(th, theta_map, key_prec): type->gap_upper(key_i, r), or the

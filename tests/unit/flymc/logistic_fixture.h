@@ -45,12 +45,13 @@ static inline void fx_logistic_model(fly_model *m, size_t D, double prior_scale)
   m->prior_scale = prior_scale;
 }
 
-/* The thinning buckets of bound set bs (keys in column 1). */
-static inline fly_rc fx_buckets(fly_db *db, int64_t bs, fly_buckets *bk, fly_err *err)
+/* The thinning buckets of bound set bs of model m. */
+static inline fly_rc fx_buckets(fly_db *db, int64_t bs, const fly_model *m,
+                                fly_buckets *bk, fly_err *err)
 {
   fly_pages *bp = NULL;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, 0, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, bk, err);
   fly_pages_close(bp);
   return rc;
 }

@@ -128,7 +128,7 @@ int main(void)
   o.tuning = "map";
   rc = fly_tune_get(db, ds, &m, &o, &bs, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, &m, &bd, &err);
-  if( rc == FLY_OK ) rc = fx_buckets(db, bs, &bk, &err);
+  if( rc == FLY_OK ) rc = fx_buckets(db, bs, &m, &bk, &err);
   if( !TAP_OK(rc == FLY_OK, "MAP bounds and buckets (%s)", err.msg) ) goto out;
 
   struct { const char *name; fly_zmode z; double zp; } modes[] = {

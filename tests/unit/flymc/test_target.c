@@ -83,7 +83,7 @@ int main(void)
   o.tuning = "fixed";
   if( rc == FLY_OK ) rc = fly_tune_get(db, ds, &m, &o, &id_fix, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, id_fix, &m, &bfix, &err);
-  if( rc == FLY_OK ) rc = fx_buckets(db, id_map, &bk, &err);
+  if( rc == FLY_OK ) rc = fx_buckets(db, id_map, &m, &bk, &err);
   if( !TAP_OK(rc == FLY_OK, "tuned MAP and fixed bounds (%s)", err.msg) ) goto out;
 
   struct { const char *name; fly_zmode z; int fixed; int in_memory; } cases[] = {

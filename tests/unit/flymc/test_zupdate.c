@@ -384,8 +384,7 @@ int main(void)
   {
     fly_pages *bp = NULL;
     rc = fly_pages_open(cx.db, FLY_TABLE_BOUND, id_map, 0, &bp, &err);
-    if( rc == FLY_OK ) rc = fly_buckets_build(bp, 1, cx.m.type->gap_upper_box ? 0 : FLY_BUCKETS_NO_XI,
-                                                &cx.bk, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_build(bp, &cx.m, &cx.bk, &err);
     fly_pages_close(bp);
     if( !TAP_OK(rc == FLY_OK, "buckets (%zu) of the MAP keys (%s)", cx.bk.nb, err.msg) )
       goto out;
