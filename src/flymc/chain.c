@@ -416,8 +416,6 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   fly_rc rc;
 
   if( (rc = ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
-  if( !c->pbar && !(c->pbar = fly_alloc_array(bk->nb, sizeof *c->pbar)) )
-    return fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", bk->nb);
   r = m->type->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
   for(size_t b = 0; b < bk->nb; b++){
     double pb = -expm1(-fly_buckets_gap_upper(bk, b, m, r));
@@ -555,6 +553,12 @@ static fly_rc z_explicit(fly_chain *c, fly_err *err)
 
 /* ---- life cycle ------------------------------------------------------- */
 
+/* theta updates per iteration; a cfg that leaves the field 0 means one */
+static int64_t theta_steps(const fly_chain_cfg *cfg)
+{
+  return cfg->theta_steps > 1 ? cfg->theta_steps : 1;
+}
+
 fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
                       fly_chain **pc, fly_err *err)
 {
@@ -587,6 +591,11 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     fly_pages_set_prof(c->bnd, &c->prof);
     if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, err)) ) goto done;
   }
+  if( cfg->z == FLY_Z_GIBBS &&
+      !(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ){
+    rc = fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", cfg->buckets->nb);
+    goto done;
+  }
   c->th = fly_alloc_array(c->P, sizeof *c->th);
   if( !c->th ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
   if( (rc = ev_reserve(c, CHUNK, err)) ) goto done;
@@ -600,8 +609,7 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     if( rc == FLY_OK ){
       c->hmc.n_leap = cfg->n_leap > 0 ? (size_t)cfg->n_leap : c->hmc.n_leap;
       /* adapting steps, not iterations: every theta update adapts */
-      c->hmc.n_warmup = (size_t)cfg->n_warmup *
-                        (size_t)(cfg->theta_steps > 1 ? cfg->theta_steps : 1);
+      c->hmc.n_warmup = (size_t)cfg->n_warmup * (size_t)theta_steps(cfg);
     }
     break;
   default: rc = fly_fail(err, FLY_MISUSE, "unknown theta kernel %d", (int)cfg->kernel);
@@ -767,7 +775,7 @@ static fly_rc theta_step(fly_chain *c, int adapt, int *acc, fly_err *err)
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
 {
   fly_rc rc = FLY_OK;
-  int64_t acc = 0, K = c->cfg->theta_steps > 1 ? c->cfg->theta_steps : 1;
+  int64_t acc = 0, K = theta_steps(c->cfg);
   double eps = kernel_eps(c, adapt);
   reset_counters(c);
   fly_prof_push(&c->prof, FLY_PROF_THETA);

@@ -63,7 +63,7 @@ typedef struct fly_chain_cfg {
   int64_t            n_warmup;   /* warm-up iterations (HMC's adaptation windows) */
   int                n_leap;     /* HMC leapfrog steps */
   int                init_map;   /* start at the MAP instead of a Laplace draw */
-  int64_t            theta_steps; /* theta updates per z update (>= 1; regular: 1) */
+  int64_t            theta_steps; /* theta updates per z update (0 means 1; regular: 1) */
   size_t             cache_bytes;
 } fly_chain_cfg;
 
