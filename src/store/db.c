@@ -80,20 +80,24 @@ fly_rc fly_db_prepare(fly_db *db, const char *sql, sqlite3_stmt **st,
   return FLY_OK;
 }
 
-/* Failures say which step met the lock: "database is locked" alone does
- * not tell a write lock held past the busy timeout from a busy commit. */
+/* sql, failing with "what: <sqlite message> (path)": "database is locked"
+ * alone does not tell a write lock held past the busy timeout from a busy
+ * commit. */
+static fly_rc exec_step(fly_db *db, const char *sql, const char *what, fly_err *err)
+{
+  if( sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK )
+    return fly_db_fail(db, err, what);
+  return FLY_OK;
+}
+
 fly_rc fly_db_begin(fly_db *db, fly_err *err)
 {
-  if( sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK )
-    return fly_db_fail(db, err, "starting a write transaction");
-  return FLY_OK;
+  return exec_step(db, "BEGIN IMMEDIATE", "starting a write transaction", err);
 }
 
 fly_rc fly_db_commit(fly_db *db, fly_err *err)
 {
-  if( sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK )
-    return fly_db_fail(db, err, "committing");
-  return FLY_OK;
+  return exec_step(db, "COMMIT", "committing", err);
 }
 
 void fly_db_rollback(fly_db *db)
@@ -308,9 +312,7 @@ void fly_db_close(fly_db *db)
 fly_rc fly_db_wal(fly_db *db, fly_err *err)
 {
   if( db->flags & (FLY_DB_FAST | FLY_DB_READONLY) ) return FLY_OK;
-  if( sqlite3_exec(db->h, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK )
-    return fly_db_fail(db, err, "switching to WAL mode");
-  return FLY_OK;
+  return exec_step(db, "PRAGMA journal_mode=WAL", "switching to WAL mode", err);
 }
 
 fly_rc fly_db_dataset_id(fly_db *db, const char *name, int64_t *id,
