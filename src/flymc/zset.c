@@ -277,13 +277,6 @@ fly_rc fly_zset_set_bright(fly_zset *z, const int64_t *list, int64_t n,
   return FLY_OK;
 }
 
-static int popcount64(uint64_t x)
-{
-  int c = 0;
-  for( ; x; x &= x - 1 ) c++;
-  return c;
-}
-
 int fly_zset_check(const fly_zset *z)
 {
   if( !z || z->N < 0 || z->B < 0 || z->B > z->N ) return 0;
@@ -294,7 +287,7 @@ int fly_zset_check(const fly_zset *z)
   /* bitmap: B bits, none at or past N */
   size_t words = (size_t)z->N / 64 + 1;
   int64_t ones = 0;
-  for( size_t w = 0; w < words; w++ ) ones += popcount64(z->bits[w]);
+  for( size_t w = 0; w < words; w++ ) ones += __builtin_popcountll(z->bits[w]);
   if( ones != z->B || (z->bits[words - 1] >> (z->N % 64)) ) return 0;
   /* arr[i] bright and mapped to i: rows distinct (one position each), so
    * the B bits set are exactly theirs */
