@@ -8,8 +8,13 @@
  * on a geometric grid of keys (4 per doubling); within a bucket candidates
  * are drawn with the bucket's largest key by geometric skipping, so a
  * refresh costs O(number of candidates + number of buckets), not O(N).
- * Memory: 4 bytes a row (perm) plus O(buckets).  Shared read-only by the
- * chains.
+ *
+ * The index also keeps every row's bound parameters xi (as stored: f32), so
+ * a candidate costs one data-page fetch, not a data page and a bound page:
+ * out of core each fetch is a random read.
+ *
+ * Memory: 4 (1 + n_xi) bytes a row (perm, xi) plus O(buckets).  Shared
+ * read-only by the chains.
  */
 #ifndef FLY_BUCKETS_H
 #define FLY_BUCKETS_H
@@ -29,12 +34,14 @@ typedef struct fly_buckets {
   double   *key;     /* nb: the largest key of each bucket */
   double   *xi_lo;   /* nb: smallest |xi| of each bucket, or NULL (keys only) */
   double   *xi_hi;   /* nb: largest |xi| (+inf if some |xi| is not finite) */
+  size_t    nxi;     /* bound parameters a row: the model's n_xi */
+  float    *xi;      /* N * nxi: row n's parameters at xi[n * nxi] */
 } fly_buckets;
 
-/* Read every row's key (bound row layout of tune.h: the model's n_xi
- * values, then the key) and, when the model has gap_upper_box, its xi
- * (the first value), by a sequential scan of the bound pages, and group
- * the rows.  FLY_NUMERIC if a key is negative or not finite (bounds not
+/* Read every row's key and xi (bound row layout of tune.h: the model's
+ * n_xi values, then the key) by a sequential scan of the bound pages, keep
+ * the xi, and group the rows; when the model has gap_upper_box the buckets
+ * are split by |xi| (the first value) too.  FLY_NUMERIC if a key is negative or not finite (bounds not
  * MAP-tuned). */
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
                          fly_err *err);

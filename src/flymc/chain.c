@@ -314,19 +314,27 @@ static void regular_accept(void *ctx) { (void)ctx; }
 /* ---- reading rows ----------------------------------------------------- */
 
 /* Read data and bound rows of candidates cid[0..k) and evaluate their gaps
- * at theta into cgap. */
+ * at theta into cgap.  With a bucket index the xi come from it (the same
+ * f32 values), so each candidate costs one page fetch instead of two. */
 static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
 {
+  const fly_buckets *bk = c->cfg->buckets;
   fly_rc rc;
   if( k == 0 ) return FLY_OK;
   fly_prof_push(&c->prof, FLY_PROF_READ);
   rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err);
-  if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err);
+  if( rc == FLY_OK && !bk ) rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err);
   fly_prof_pop(&c->prof);
   if( rc ) return rc;
-  for(size_t i = 0; i < k; i++)
-    for(size_t j = 0; j < c->nxi; j++)
-      c->cxi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
+  if( bk ){
+    for(size_t i = 0; i < k; i++)
+      memcpy(c->cxi + i * c->nxi, bk->xi + (size_t)c->cid[i] * c->nxi,
+             c->nxi * sizeof *c->cxi);
+  }else{
+    for(size_t i = 0; i < k; i++)
+      for(size_t j = 0; j < c->nxi; j++)
+        c->cxi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
+  }
   c->m->type->eval(c->m, c->th, c->cX, c->W, c->cxi, k, c->logL, c->logB, c->work);
   for(size_t i = 0; i < k; i++) c->cgap[i] = c->logL[i] - c->logB[i];
   c->n_reads += (int64_t)k;
@@ -580,14 +588,23 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   if( (rc = fly_db_prepare(c->db, "BEGIN", &c->st_begin, err)) ) goto done;
   if( (rc = fly_db_prepare(c->db, "COMMIT", &c->st_commit, err)) ) goto done;
   if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
-    size_t share = cfg->z == FLY_Z_REGULAR ? cfg->cache_bytes : cfg->cache_bytes / 4 * 3;
+    /* The bound pages get a quarter of the cache, unless a bucket index
+     * holds every row's xi: then only full scans read them. */
+    size_t share = cfg->z == FLY_Z_REGULAR || cfg->buckets ? cfg->cache_bytes
+                 : cfg->cache_bytes / 4 * 3;
     if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
                              &c->data, err)) ) goto done;
     fly_pages_set_prof(c->data, &c->prof);
   }
   if( cfg->z != FLY_Z_REGULAR ){
+    if( cfg->buckets && cfg->buckets->nxi != c->nxi ){
+      rc = fly_fail(err, FLY_MISUSE, "bucket index holds %zu xi a row, the model "
+                    "%zu", cfg->buckets->nxi, c->nxi);
+      goto done;
+    }
     if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id,
-                             cfg->cache_bytes / 4, &c->bnd, err)) ) goto done;
+                             cfg->buckets ? 0 : cfg->cache_bytes / 4, &c->bnd,
+                             err)) ) goto done;
     fly_pages_set_prof(c->bnd, &c->prof);
     if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, err)) ) goto done;
   }

@@ -389,6 +389,14 @@ int main(void)
     if( !TAP_OK(rc == FLY_OK, "buckets (%zu) of the MAP keys (%s)", cx.bk.nb, err.msg) )
       goto out;
   }
+  {
+    /* gibbs candidates take their xi from the index: it must be the stored one */
+    int64_t bad = -1;
+    for(int64_t n = 0; n < N_ROWS && bad < 0; n++)
+      if( memcmp(&cx.bk.xi[n], &cx.xi_map[n], sizeof(float)) ) bad = n;
+    TAP_OK(cx.bk.nxi == 1 && bad < 0, "the bucket index holds every row's stored xi "
+           "(nxi %zu, first mismatch at row %lld)", cx.bk.nxi, (long long)bad);
+  }
 
   double th0[D_FEAT], th2[D_FEAT], thf[D_FEAT];
   memcpy(th0, cx.bmap->theta_map, sizeof th0);
