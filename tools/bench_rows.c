@@ -15,8 +15,9 @@
  *   small  batches of 100 rows, cold and warm (the sampler's steady state)
  * Times are medians (and bests) over the repetitions.  The store is deleted unless
  * --keep is given (then it is reused by the next run with the same path).
- * An existing empty SQLite file at --db is filled as is, so the effect of
- * its page_size can be measured (sqlite3 F "PRAGMA page_size=65536; VACUUM").
+ * A new file gets flydb's SQLite page size (FLY_DB_NEW_PAGE_BYTES); to
+ * measure another, convert a kept file (sqlite3 F "PRAGMA journal_mode=DELETE;
+ * PRAGMA page_size=65536; VACUUM") and run again with --keep.
  */
 #include <math.h>
 #include <stdint.h>
@@ -172,8 +173,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "/tmp/flydb_bench_%lld_%zu_%lld_%d.db",
              (long long)N, W, (long long)P, prec);
 
-  /* Build unless the file already holds the data set (--keep); an existing
-   * empty SQLite file is used as is, so its page_size can be chosen. */
+  /* Build unless the file already holds the data set (--keep). */
   if( fly_db_open(path, FLY_DB_CREATE | FLY_DB_FAST, &db, &err) )
     return die("create", &err);
   sqlite3_stmt *q = NULL;

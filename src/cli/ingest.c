@@ -34,16 +34,17 @@
 #include "store/pagewriter.h"
 #include "util/mem.h"
 
-/* Default page size: as many rows as fit, uncompressed, in one 64 KiB
- * SQLite page (its largest local payload is 65501 bytes, less the record's
- * other columns).  Random reads decode a whole page per row they need, so
- * pages stay small; a payload that filled 70% of a SQLite page would waste
- * the rest (one such record per leaf), and one larger than a page would
- * spill into overflow pages. */
-#define PAGE_TARGET_BYTES 65400
-static int64_t auto_page_rows(size_t width, int prec)
+/* Default page size: as many rows as fit, uncompressed, in one SQLite page
+ * of the file (the largest payload a table leaf holds is its size less 35
+ * bytes; the record's other columns take up to ~100 more).  Random reads
+ * fetch and decode a whole page per row they need, so pages stay small; a
+ * payload that filled 70% of a SQLite page would waste the rest (one such
+ * record per leaf), and one larger than a page would spill into overflow
+ * pages.  At least 16 rows, however wide. */
+#define PAGE_SLACK_BYTES 136
+static int64_t auto_page_rows(int64_t sqlite_page, size_t width, int prec)
 {
-  int64_t r = PAGE_TARGET_BYTES / ((int64_t)width * prec);
+  int64_t r = (sqlite_page - PAGE_SLACK_BYTES) / ((int64_t)width * prec);
   return r < 16 ? 16 : r;
 }
 
@@ -169,7 +170,11 @@ static fly_rc ingest_into(fly_db *db, const ingest_opts *o, fly_csv *csv,
     }
   }
   width = ncsv + (o->intercept ? 1 : 0);
-  if( page_rows == 0 ) page_rows = auto_page_rows(width, o->prec);
+  if( page_rows == 0 ){
+    int64_t sp = 0;
+    if( (rc = fly_db_page_bytes(db, &sp, err)) ) goto done;
+    page_rows = auto_page_rows(sp, width, o->prec);
+  }
   src = fly_alloc_array(width, sizeof *src);
   rec = fly_alloc_array(ncsv, sizeof *rec);
   row = fly_alloc_array(width, sizeof *row);
@@ -403,8 +408,8 @@ int fly_cmd_ingest(int argc, char **argv)
     { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
     { "target", FLY_OPT_VALUE, "target column name (default: the last column)", 0, 0 },
     { "no-intercept", FLY_OPT_FLAG, "do not add an intercept column", 0, 0 },
-    { "page-rows", FLY_OPT_VALUE, "rows per page (default: what fills 64 KiB, e.g. 371 "
-                                  "rows of 22 f64 values)", 0, 0 },
+    { "page-rows", FLY_OPT_VALUE, "rows per page (default: what fills one SQLite page, "
+                                  "16 KiB in a new file: e.g. 92 rows of 22 f64 values)", 0, 0 },
     { "precision", FLY_OPT_VALUE, "f64 (default) or f32", 0, 0 },
     { "name", FLY_OPT_VALUE, "data set name (default: file name without extension)", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },

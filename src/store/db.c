@@ -130,6 +130,11 @@ static fly_rc query_int(fly_db *db, const char *sql, int64_t *out,
   return rc;
 }
 
+fly_rc fly_db_page_bytes(fly_db *db, int64_t *bytes, fly_err *err)
+{
+  return query_int(db, "PRAGMA page_size", bytes, err);
+}
+
 /* Apply migrations from version `from` to the current one. */
 static fly_rc migrate(fly_db *db, int64_t from, fly_err *err)
 {
@@ -167,9 +172,11 @@ static fly_rc check_identity(fly_db *db, fly_err *err)
     if( db->flags & FLY_DB_READONLY )
       return fly_fail(err, FLY_MISUSE, "%s is empty: not a flydb database yet",
                       db->path);
-    /* Large pages: data pages are blobs of ~100 KiB, which SQLite would
-     * otherwise chain through dozens of 4 KiB overflow pages. */
-    fly_rc rc0 = fly_db_exec(db, "PRAGMA page_size=65536", err);
+    /* Data pages are sized by ingest to fit one SQLite page each (see
+     * FLY_DB_NEW_PAGE_BYTES), so a random row costs one page read. */
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA page_size=%d", FLY_DB_NEW_PAGE_BYTES);
+    fly_rc rc0 = fly_db_exec(db, sql, err);
     if( rc0 == FLY_OK ) rc0 = migrate(db, 0, err);
     /* Migrations that drop a table (003, 004) leave free pages.  A
      * rolled-back transaction does not restore the contents of free-list
@@ -273,7 +280,7 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
   rc = check_identity(db, err);
   /* After check_identity: a negative cache_size is turned into a page count
    * with the page size of the moment, and a new file only now has its
-   * 64 KiB pages.  16 MiB of SQLite cache; decoded pages have their own. */
+   * own page size.  16 MiB of SQLite cache; decoded pages have their own. */
   if( rc == FLY_OK ) rc = fly_db_exec(db, "PRAGMA cache_size=-16384", err);
   if( rc && (flags & FLY_DB_READONLY) &&
       sqlite3_extended_errcode(db->h) == SQLITE_READONLY_ROLLBACK ){

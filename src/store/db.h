@@ -17,6 +17,11 @@
 
 #define FLY_APP_ID 0x466c7944  /* "FlyD" */
 
+/* SQLite page size of a new file.  A random row read fetches one SQLite
+ * page, so pages are small; 16 KiB still holds 16 rows of 127 f64 values
+ * without overflow pages.  Files made before keep their 64 KiB. */
+#define FLY_DB_NEW_PAGE_BYTES 16384
+
 typedef struct fly_db fly_db;
 
 enum {
@@ -37,6 +42,9 @@ const char *fly_db_path(const fly_db *db);
 
 /* Record a SQLite failure: "<what>: <sqlite message> (<db path>)". */
 fly_rc fly_db_fail(fly_db *db, fly_err *err, const char *what);
+
+/* The file's SQLite page size in bytes. */
+fly_rc fly_db_page_bytes(fly_db *db, int64_t *bytes, fly_err *err);
 
 /* Run one or more statements without results. */
 fly_rc fly_db_exec(fly_db *db, const char *sql, fly_err *err);

@@ -25,11 +25,24 @@ check_stats t.db b b.csv "" 1 1e-9
 check_pages t.db x
 check_pages t.db b
 eq "pages per data set" "$(q t.db "SELECT group_concat(n, ',') FROM (SELECT count(*) AS n
-    FROM page GROUP BY dataset_id ORDER BY dataset_id)")" "2,1,7"
+    FROM page GROUP BY dataset_id ORDER BY dataset_id)")" "5,1,7"
 expect 0 "$FLYDB" info --db t.db
 out_has "data set 'x'" "data set 'stdin'" "data set 'b'" "<stdin>"
 only_files . a.csv b.csv t.db
 ok "three data sets in one file, each with its own pages and statistics"
+
+# A file made with 64 KiB SQLite pages (as before 16 KiB became the default)
+# keeps them, and its default data pages fill one of those.
+expect 0 "$FLYDB" ingest a.csv --db old.db
+sqlite3 old.db "PRAGMA journal_mode=DELETE; PRAGMA page_size=65536; VACUUM" >/dev/null
+expect 0 "$FLYDB" ingest b.csv --db old.db
+eq "page size kept" "$(q old.db "PRAGMA page_size")" 65536
+eq "page rows follow it" "$(q old.db "SELECT group_concat(page_rows, ',') FROM dataset")" \
+   "$(( (16384 - 136) / (5 * 8) )),$(( (65536 - 136) / (8 * 8) ))"
+check_stats old.db b b.csv "" 1 1e-9
+check_pages old.db b
+rm -f old.db old.db-wal old.db-shm
+ok "a file with 64 KiB pages keeps them; new data pages fill one"
 
 expect 1 "$FLYDB" ingest - --name bad --db t.db <"$FIX/nonnumeric.csv"
 err_has "<stdin>:3:2" "number"
