@@ -6,7 +6,9 @@
  * Open reads the table's shape from its dataset / bound_set row and loads
  * one record per page (rowid, checksum, codec, rows: 24 bytes) plus one
  * cache-slot index (4 bytes), so page_no -> rowid is an array lookup and
- * per-page metadata never costs a query.  The map is checked to be
+ * per-page metadata never costs a query.  The records come from the
+ * covering index page_map / bound_page_map (schema 005): the payloads are
+ * not read.  The map is checked to be
  * complete: pages 0..n_pages-1 each present, first_row = page_no*page_rows,
  * every page but the last full, raw_bytes = n_rows*width*prec.  Pages are
  * immutable after ingest, so the map stays valid while the handle lives.

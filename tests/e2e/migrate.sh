@@ -52,6 +52,8 @@ expect 0 "$FLYDB" info --db v1.db --no-columns
 eq "user_version after the upgrade" "$(q v1.db "PRAGMA user_version")" \
    "$(grep -c . <(ls "$SCHEMA"/[0-9][0-9][0-9]_*.sql))"
 eq "table profile" "$(q v1.db "SELECT count(*) FROM sqlite_schema WHERE name = 'profile'")" 1
+eq "page map indexes" "$(q v1.db "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema
+    WHERE type = 'index' AND name LIKE '%page_map' ORDER BY name)")" "bound_page_map,page_map"
 eq "draw blocks" "$(q v1.db "SELECT count(*), min(blk), max(blk) FROM draw_block")" "$(printf '20\t0\t1')"
 eq "draws after the upgrade" "$(q v1.db "SELECT chain, iter, idx, printf('%!.17g', value)
                                          FROM draw ORDER BY 1, 2, 3")" "$want"
