@@ -664,7 +664,9 @@ static int run_sample(fly_args *a, int64_t resume_id)
   if( sc.z == FLY_Z_GIBBS ){
     fly_pages *bp = NULL;
     if( (rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err)) ) goto done;
+    int began = fly_db_read_begin(db);   /* three scans of the bound pages */
     rc = fly_buckets_build(bp, &m, &bk, &err);
+    fly_db_read_end(db, began);
     fly_pages_close(bp);
     if( rc ) goto done;
   }

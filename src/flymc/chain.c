@@ -714,7 +714,11 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
   }
   reset_counters(c);
   read_begin(c);
-  if( c->cfg->z != FLY_Z_REGULAR ) rc = scan_gibbs(c, err);
+  /* z_0 ~ p(z | theta_0), every row dark before.  With a bucket index this
+   * is one thinned z step (it scans only if theta_0 is so far out that the
+   * thinning bound expects too many candidates); otherwise a full scan. */
+  if( c->cfg->z == FLY_Z_GIBBS ) rc = z_gibbs(c, err);
+  else if( c->cfg->z != FLY_Z_REGULAR ) rc = scan_gibbs(c, err);
   read_end(c);
   if( rc ) return rc;
   return refresh(c, err);

@@ -316,6 +316,17 @@ void fly_db_close(fly_db *db)
   fly_free(db);
 }
 
+int fly_db_read_begin(fly_db *db)
+{
+  if( !sqlite3_get_autocommit(db->h) ) return 0;
+  return sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+void fly_db_read_end(fly_db *db, int began)
+{
+  if( began ) sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+}
+
 fly_rc fly_db_wal(fly_db *db, fly_err *err)
 {
   if( db->flags & (FLY_DB_FAST | FLY_DB_READONLY) ) return FLY_OK;

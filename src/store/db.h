@@ -57,6 +57,12 @@ fly_rc fly_db_begin(fly_db *db, fly_err *err);
 fly_rc fly_db_commit(fly_db *db, fly_err *err);
 void   fly_db_rollback(fly_db *db);
 
+/* A read transaction around a scan, when none is open: outside one, every
+ * page fetch takes and drops SQLite's read lock (~10-15 us each).  Returns
+ * whether it began one; pass that to fly_db_read_end, which commits it. */
+int    fly_db_read_begin(fly_db *db);
+void   fly_db_read_end(fly_db *db, int began);
+
 /* Switch to WAL (so readers can query while a run writes); no-op if FAST. */
 fly_rc fly_db_wal(fly_db *db, fly_err *err);
 

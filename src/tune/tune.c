@@ -204,20 +204,6 @@ static fly_rc read_page(scan *sc, int64_t k, size_t *n, fly_err *err)
   return FLY_OK;
 }
 
-/* One read transaction around a whole scan (when none is open): outside a
- * transaction every page fetch opens and closes its own. */
-static int scan_begin(scan *sc)
-{
-  sqlite3 *h = fly_db_sqlite(sc->db);
-  if( !sqlite3_get_autocommit(h) ) return 0;
-  return sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
-}
-
-static void scan_end(scan *sc, int began)
-{
-  if( began ) sqlite3_exec(fly_db_sqlite(sc->db), "COMMIT", NULL, NULL, NULL);
-}
-
 /* L-BFGS objective: f = -(log prior + sum_n log L_n), g = grad f. */
 static fly_rc objective(void *u, const double *th, double *f, double *g,
                         fly_err *err)
@@ -230,10 +216,10 @@ static fly_rc objective(void *u, const double *th, double *f, double *g,
   sc->n_scans++;
   memset(g, 0, sc->P * sizeof *g);
   lp = fly_model_log_prior(m, th, g);
-  int began = scan_begin(sc);
+  int began = fly_db_read_begin(sc->db);
   for(int64_t k = 0; k < sc->n_pages; k++){
     fly_rc rc = read_page(sc, k, &n, err);
-    if( rc ){ scan_end(sc, began); return rc; }
+    if( rc ){ fly_db_read_end(sc->db, began); return rc; }
     m->type->eval(m, th, sc->X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
     double s = 0;
     for(size_t i = 0; i < n; i++) s += sc->logL[i];
@@ -241,7 +227,7 @@ static fly_rc objective(void *u, const double *th, double *f, double *g,
     m->type->grad(m, th, sc->X, sc->ldx, NULL, n, sc->ones, NULL, g,
                   sc->work);
   }
-  scan_end(sc, began);
+  fly_db_read_end(sc->db, began);
   sc->checked = 1;
   *f = -(lp + ll);
   for(size_t j = 0; j < sc->P; j++) g[j] = -g[j];
@@ -262,13 +248,13 @@ static fly_rc hessian(scan *sc, const double *th, double *H, fly_err *err)
   const fly_model *m = sc->m;
   size_t n;
   memset(H, 0, sc->P * sc->P * sizeof *H);
-  int began = scan_begin(sc);
+  int began = fly_db_read_begin(sc->db);
   for(int64_t k = 0; k < sc->n_pages; k++){
     fly_rc rc = read_page(sc, k, &n, err);
-    if( rc ){ scan_end(sc, began); return rc; }
+    if( rc ){ fly_db_read_end(sc->db, began); return rc; }
     m->type->neg_hess(m, th, sc->X, sc->ldx, n, H, sc->work);
   }
-  scan_end(sc, began);
+  fly_db_read_end(sc->db, began);
   sc->n_scans++;
   fly_model_prior_neg_hess(m, H);
   return FLY_OK;
