@@ -31,10 +31,11 @@
  *    dark rows are thinned: bucket b proposes each of its rows with
  *    pbar_b = 1 - exp(-fly_buckets_gap_upper(b, r)) >= p_n (r = ||theta -
  *    MAP|| in the Laplace metric; the bucket's key and xi range bound every
- *    row's gap), a candidate is read and accepted with p_n/pbar_b.
- *    Exact Gibbs for every row at every iteration.  When the expected number
- *    of candidates exceeds scan_frac N, a sequential scan is cheaper: every
- *    dark row is read and drawn exactly.
+ *    row's gap), a candidate is read (its xi comes from the bucket
+ *    index, so only its data page is fetched) and accepted with
+ *    p_n/pbar_b.  Exact Gibbs for every row at every iteration.  When the
+ *    expected number of candidates exceeds scan_frac N, a sequential scan
+ *    is cheaper: every dark row is read and drawn exactly.
  *
  * Regular mode: log p(theta | x) over all rows, from an in-memory block
  * (or page by page), through the same kernel.

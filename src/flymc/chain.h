@@ -87,7 +87,8 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
 void   fly_chain_close(fly_chain *c);                 /* NULL: no-op */
 
 /* Initial state: theta (MAP or a draw from the Laplace approximation) and,
- * for FlyMC, z drawn exactly from its conditional by one scan. */
+ * for FlyMC, z drawn exactly from its conditional: by one thinned z step
+ * with --z gibbs, by one scan otherwise. */
 fly_rc fly_chain_init(fly_chain *c, fly_err *err);
 
 /* One iteration: cfg->theta_steps theta updates (each leaves p(theta | z)
