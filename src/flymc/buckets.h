@@ -41,8 +41,8 @@ typedef struct fly_buckets {
 /* Read every row's key and xi (bound row layout of tune.h: the model's
  * n_xi values, then the key) by a sequential scan of the bound pages, keep
  * the xi, and group the rows; when the model has gap_upper_box the buckets
- * are split by |xi| (the first value) too.  FLY_NUMERIC if a key is negative or not finite (bounds not
- * MAP-tuned). */
+ * are split by |xi| (the first value) too.  FLY_NUMERIC if a key is
+ * negative or not finite (bounds not MAP-tuned). */
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
                          fly_err *err);
 
