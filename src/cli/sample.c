@@ -156,8 +156,8 @@ static fly_opt sample_opts_tmpl[] = {
   { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
   { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
   { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc", 0, 0 },
-  { "theta-steps", FLY_OPT_VALUE, "theta updates per z update (default 32 with --z gibbs, "
-                                  "else 1)", 0, 0 },
+  { "theta-steps", FLY_OPT_VALUE, "theta updates per z update (default 32 with --z gibbs "
+                                  "and --sampler mh, else 1)", 0, 0 },
   { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
   { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's): the "
                                "kernel's preconditioner", 0, 0 },
@@ -274,11 +274,15 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
     return fly_fail(err, FLY_MISUSE, "--sampler: '%s' is not mh, mala, slice or hmc", s);
   sc->kernel = (fly_kernel)kern;
   if( (rc = fly_args_int(a, "leapfrog", 16, 1, 100000, &sc->n_leap, err)) ) return rc;
-  /* A z step costs its row reads, a theta update O(P^2 + bright rows): with
-   * the thinned z step several theta updates per z update are nearly free
-   * and mix theta much better (docs/benchmarks.md); implicit and explicit
-   * keep the paper's one update, which Table 1's counts assume. */
-  if( (rc = fly_args_int(a, "theta-steps", sc->z == FLY_Z_GIBBS ? 32 : 1, 1, 1000000,
+  /* A z step costs its row reads, an MH theta update O(P^2 + bright rows):
+   * with the thinned z step several MH updates per z update are nearly free
+   * and mix theta much better (docs/benchmarks.md).  A gradient or slice
+   * update costs many bright-row passes (HMC: --leapfrog of them), and 32 of
+   * them made HMC 11x slower in ESS/s on the Fashion-MNIST pair, so those
+   * kernels, like implicit and explicit (whose counts Table 1 assumes), keep
+   * the paper's one update. */
+  int64_t ts_def = sc->z == FLY_Z_GIBBS && sc->kernel == FLY_K_MH ? 32 : 1;
+  if( (rc = fly_args_int(a, "theta-steps", ts_def, 1, 1000000,
                          &sc->theta_steps, err)) ) return rc;
   if( sc->z == FLY_Z_REGULAR && sc->theta_steps != 1 )
     return fly_fail(err, FLY_MISUSE, "--theta-steps with --regular: every theta update "

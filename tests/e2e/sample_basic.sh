@@ -145,3 +145,11 @@ for kv in thin=1 z=gibbs bounds=map checkpoint-every=1000 model=logistic; do
 done
 [ -z "$missing" ] || fail "run_config lacks resolved defaults:$missing"
 ok "run_config holds the resolved defaults, marked is_default 1"
+
+# ---- --theta-steps default: 32 for gibbs with mh only ---------------------
+# An HMC update costs --leapfrog passes over the bright rows: it keeps one.
+expect 0 "$FLYDB" sample --db $db --seed 3 --iters 20 --chains 1 --sampler hmc --quiet
+run3=$(q $db "SELECT max(id) FROM run")
+eq "theta updates per iteration (gibbs, hmc default)" "$(q $db "SELECT value || ',' || is_default
+    FROM run_config WHERE run_id = $run3 AND key = 'theta-steps'")" "1,1"
+ok "--theta-steps defaults to 1 with --sampler hmc"
