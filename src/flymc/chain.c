@@ -69,7 +69,6 @@ struct fly_chain {
   int        id;
   size_t     P, W, nxi, bw;   /* params, data width, xi per row, bound width */
   fly_db    *db;
-  sqlite3_stmt *st_begin, *st_commit;  /* read transactions, prepared once */
   fly_pages *data, *bnd;
   fly_rng    rng;
   fly_mh     mh;            /* the theta kernel in use is cfg->kernel */
@@ -178,21 +177,6 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
  * transaction held across iterations would stop WAL checkpoints.  The
  * statements are prepared once (sqlite3_exec would compile and allocate
  * them at every step). */
-static void read_begin(fly_chain *c)
-{
-  if( !c->st_begin ) return;
-  sqlite3_step(c->st_begin);
-  sqlite3_reset(c->st_begin);
-}
-
-static void read_end(fly_chain *c)
-{
-  if( c->st_commit && !sqlite3_get_autocommit(fly_db_sqlite(c->db)) ){
-    sqlite3_step(c->st_commit);
-    sqlite3_reset(c->st_commit);
-  }
-}
-
 /* ---- targets ---------------------------------------------------------- */
 
 static fly_rc nan_fail(fly_chain *c, fly_err *err, const char *what)
@@ -287,9 +271,9 @@ static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad
                            fly_err *err)
 {
   fly_chain *c = ctx;
-  if( !c->cfg->Xall ) read_begin(c);
+  int began = !c->cfg->Xall && fly_db_read_begin(c->db);
   fly_rc rc = full_sum(c, th, lp, grad, err);
-  read_end(c);
+  fly_db_read_end(c->db, began);
   if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
   c->n_lik += c->cfg->N;
   c->lp_new = *lp;
@@ -303,9 +287,9 @@ fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
   fly_rc rc = ev_reserve(c, CHUNK, err);
   if( rc == FLY_OK && !c->cfg->Xall && !c->data )
     rc = fly_fail(err, FLY_MISUSE, "no data handle for the full log posterior");
-  read_begin(c);
+  int began = fly_db_read_begin(c->db);
   if( rc == FLY_OK ) rc = full_sum(c, c->th, lp, NULL, err);
-  read_end(c);
+  fly_db_read_end(c->db, began);
   *seconds = now() - t0;
   return rc;
 }
@@ -586,8 +570,6 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
 
   if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
-  if( (rc = fly_db_prepare(c->db, "BEGIN", &c->st_begin, err)) ) goto done;
-  if( (rc = fly_db_prepare(c->db, "COMMIT", &c->st_commit, err)) ) goto done;
   if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
     /* The bound pages get a quarter of the cache, unless a bucket index
      * holds every row's xi: then only full scans read them. */
@@ -656,8 +638,6 @@ void fly_chain_close(fly_chain *c)
   fly_bright_free(&c->br);
   fly_pages_close(c->data);
   fly_pages_close(c->bnd);
-  sqlite3_finalize(c->st_begin);
-  sqlite3_finalize(c->st_commit);
   fly_db_close(c->db);
   fly_free(c->th);
   fly_free(c->logL);
@@ -714,13 +694,13 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
     }
   }
   reset_counters(c);
-  read_begin(c);
+  int began = fly_db_read_begin(c->db);
   /* z_0 ~ p(z | theta_0), every row dark before.  With a bucket index this
    * is one thinned z step (it scans only if theta_0 is so far out that the
    * thinning bound expects too many candidates); otherwise a full scan. */
   if( c->cfg->z == FLY_Z_GIBBS ) rc = z_gibbs(c, err);
   else if( c->cfg->z != FLY_Z_REGULAR ) rc = scan_gibbs(c, err);
-  read_end(c);
+  fly_db_read_end(c->db, began);
   if( rc ) return rc;
   return refresh(c, err);
 }
@@ -739,14 +719,14 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
   fly_rc rc = FLY_OK;
   if( c->cfg->z != FLY_Z_REGULAR ){
     fly_prof_push(&c->prof, FLY_PROF_Z);
-    read_begin(c);
+    int began = fly_db_read_begin(c->db);
     switch( c->cfg->z ){
     case FLY_Z_EXPLICIT: rc = z_explicit(c, err); break;
     case FLY_Z_IMPLICIT: rc = z_implicit(c, err); break;
     case FLY_Z_GIBBS:    rc = z_gibbs(c, err); break;
     default:             rc = FLY_MISUSE; break;
     }
-    read_end(c);
+    fly_db_read_end(c->db, began);
     if( rc == FLY_OK ){
       c->lp = c->base + bright_sum(c);
       kernel_invalidate(c);
@@ -912,10 +892,10 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
   for(size_t i = 0; i < B; i++) fly_ckpt_row(&v, (int64_t)i, &rows[i], &c->cgap[i]);
   /* Rebuild the block in the saved order: data from the store, gaps saved. */
   if( B ){
-    read_begin(c);
+    int began = fly_db_read_begin(c->db);
     rc = fly_pages_read_rows(c->data, rows, B, c->cX, err);
     if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, rows, B, c->cB, err);
-    read_end(c);
+    fly_db_read_end(c->db, began);
     if( rc ) goto done;
   }
   if( (rc = fly_zset_set_bright(c->br.z, rows, (int64_t)B, err)) ){

@@ -27,9 +27,10 @@
 #include "util/mem.h"
 
 struct fly_db {
-  sqlite3 *h;
-  char    *path;
-  int      flags;
+  sqlite3      *h;
+  char         *path;
+  int           flags;
+  sqlite3_stmt *st_begin, *st_commit;  /* read transactions, prepared once */
 };
 
 /* SQLite's message for the last error on h.  An I/O error whose cause is a
@@ -282,6 +283,10 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
    * with the page size of the moment, and a new file only now has its
    * own page size.  16 MiB of SQLite cache; decoded pages have their own. */
   if( rc == FLY_OK ) rc = fly_db_exec(db, "PRAGMA cache_size=-16384", err);
+  /* Prepared once, so a read transaction per z step allocates nothing
+   * (sqlite3_exec compiles its SQL at every call). */
+  if( rc == FLY_OK ) rc = fly_db_prepare(db, "BEGIN", &db->st_begin, err);
+  if( rc == FLY_OK ) rc = fly_db_prepare(db, "COMMIT", &db->st_commit, err);
   if( rc && (flags & FLY_DB_READONLY) &&
       sqlite3_extended_errcode(db->h) == SQLITE_READONLY_ROLLBACK ){
     /* A write was interrupted and left a hot journal: only a read-write
@@ -309,6 +314,8 @@ void fly_db_close(fly_db *db)
 {
   if( !db ) return;
   if( db->h ){
+    sqlite3_finalize(db->st_begin);
+    sqlite3_finalize(db->st_commit);
     fly_db_rollback(db);
     sqlite3_close_v2(db->h);
   }
@@ -319,12 +326,16 @@ void fly_db_close(fly_db *db)
 int fly_db_read_begin(fly_db *db)
 {
   if( !sqlite3_get_autocommit(db->h) ) return 0;
-  return sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+  int ok = sqlite3_step(db->st_begin) == SQLITE_DONE;
+  sqlite3_reset(db->st_begin);
+  return ok;
 }
 
 void fly_db_read_end(fly_db *db, int began)
 {
-  if( began ) sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+  if( !began || sqlite3_get_autocommit(db->h) ) return;
+  sqlite3_step(db->st_commit);
+  sqlite3_reset(db->st_commit);
 }
 
 fly_rc fly_db_wal(fly_db *db, fly_err *err)
