@@ -43,7 +43,7 @@ static int64_t xi_bin(double v)
 typedef struct scan_ctx {
   fly_pages *p;
   double    *page;
-  size_t     col, xcol, width, nxi;
+  size_t     col, xcol, width;  /* col: the key; the n_xi = col xi come first */
   int64_t    lo, hi;          /* key levels kept: [lo, hi] */
   size_t     nlev, nbin;
   int64_t   *cell;            /* nlev * nbin: count, then bucket index or -1 */
@@ -90,8 +90,8 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
       }
       int64_t bi = s->cell[c];
       b->perm[fill[bi]++] = (uint32_t)row;
-      for(size_t j = 0; j < s->nxi; j++)   /* stored as f32: exact */
-        b->xi[(size_t)row * s->nxi + j] = (float)br[j];
+      for(size_t j = 0; j < s->col; j++)   /* stored as f32: exact */
+        b->xi[(size_t)row * s->col + j] = (float)br[j];
       if( k > b->key[bi] ) b->key[bi] = k;
       if( b->xi_lo ){
         if( !isfinite(v) ) v = INFINITY;
@@ -120,7 +120,6 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   s.col = key_col;
   s.xcol = xi_col;
   s.width = in->width;
-  s.nxi = key_col;
   s.lo = INT64_MAX;
   s.hi = INT64_MIN;
   b->N = in->n_rows;
@@ -147,8 +146,8 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
   fill = fly_alloc_array(b->nb, sizeof *fill);
   b->perm = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *b->perm);
-  b->nxi = s.nxi;
-  b->xi = fly_alloc_array(b->N ? (size_t)b->N : 1, (s.nxi ? s.nxi : 1) * sizeof *b->xi);
+  b->nxi = key_col;
+  b->xi = fly_alloc_array((size_t)b->N, key_col * sizeof *b->xi);
   if( xi_col != NO_XI ){
     b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
     b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
