@@ -7,7 +7,9 @@
  * Theta step.  The kernel sees log p(theta | z) =
  *   log p(theta) + sum_n log B_n(theta) [collapsed: O(P^2) from moments]
  *                + sum_{bright} log Ltilde_n(theta),
- * Ltilde_n = L_n/B_n - 1, evaluated with one BLAS pass over the bright block.
+ * Ltilde_n = L_n/B_n - 1, evaluated with one BLAS pass over the bright block;
+ * a model with bound coefficients (model.h: coef) has them computed once per
+ * row, when the row turns bright, not at every evaluation.
  * An accepted proposal's gaps become the cached gaps (no second pass).
  * An iteration makes theta_steps such updates before its z step: each
  * leaves p(theta | z) invariant, so the alternation still leaves the joint
@@ -68,6 +70,8 @@ struct fly_chain {
   const fly_model *m;
   int        id;
   size_t     P, W, nxi, bw;   /* params, data width, xi per row, bound width */
+  size_t     nc;              /* bound coefficients per bright row (0: none) */
+  double    *tcoef;           /* nc: one row's coefficients */
   fly_db    *db;
   fly_pages *data, *bnd;
   fly_rng    rng;
@@ -198,7 +202,10 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
   if( B ){
     fly_rc rc = ev_reserve(c, B, err);
     if( rc ) return rc;
-    m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
+    if( c->nc )
+      m->type->eval_coef(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
+    else
+      m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
     for(size_t i = 0; i < B; i++){
       double g = c->logL[i] - c->logB[i];
       c->br.gap_new[i] = g;
@@ -213,7 +220,11 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
         c->logL[i] = wl;
         c->logB[i] = -wl;
       }
-      m->type->grad(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, grad, c->work);
+      if( c->nc )
+        m->type->grad_coef(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB,
+                           grad, c->work);
+      else
+        m->type->grad(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, grad, c->work);
     }
   }
   c->base_new = base;
@@ -327,6 +338,14 @@ static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
   return FLY_OK;
 }
 
+/* Row `row` turns bright; its bound coefficients are computed here, once. */
+static fly_rc brighten(fly_chain *c, int64_t row, const double *x,
+                       const float *xi, double gap, fly_err *err)
+{
+  if( c->nc ) c->m->type->coef(c->m, xi, 1, c->tcoef);
+  return fly_bright_add(&c->br, row, x, xi, c->nc ? c->tcoef : NULL, gap, err);
+}
+
 /* Sum of log Ltilde over the bright rows at the current theta. */
 static double bright_sum(const fly_chain *c)
 {
@@ -379,8 +398,8 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
       if( fly_zset_is_bright(c->br.z, row) ) continue;
       double gap = c->logL[i] - c->logB[i];
       if( fly_rng_uniform(&c->rng) < fly_p_bright(gap) )
-        if( (rc = fly_bright_add(&c->br, row, X + i * c->W, c->cxi + i * c->nxi,
-                                 gap, err)) ) return rc;
+        if( (rc = brighten(c, row, X + i * c->W, c->cxi + i * c->nxi, gap, err)) )
+          return rc;
     }
   }
   bright_gibbs(c, B_old);
@@ -446,8 +465,8 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
     double p = fly_p_bright(c->cgap[j]);
     if( p > c->cpbar[j] * (1 + 1e-12) ) c->n_viol++;
     if( fly_rng_uniform(&c->rng) * c->cpbar[j] < p )
-      if( (rc = fly_bright_add(&c->br, c->cid[j], c->cX + j * c->W,
-                               c->cxi + j * c->nxi, c->cgap[j], err)) ) return rc;
+      if( (rc = brighten(c, c->cid[j], c->cX + j * c->W, c->cxi + j * c->nxi,
+                         c->cgap[j], err)) ) return rc;
   }
   bright_gibbs(c, B_old);
   return FLY_OK;
@@ -477,8 +496,8 @@ static fly_rc z_implicit(fly_chain *c, fly_err *err)
   for(size_t j = 0; j < k; j++){
     /* dark -> bright accepted when u < Ltilde / q */
     if( log(fly_rng_uniform(&c->rng)) < fly_log_ltilde(c->cgap[j]) - logq )
-      if( (rc = fly_bright_add(&c->br, c->cid[j], c->cX + j * c->W,
-                               c->cxi + j * c->nxi, c->cgap[j], err)) ) return rc;
+      if( (rc = brighten(c, c->cid[j], c->cX + j * c->W, c->cxi + j * c->nxi,
+                         c->cgap[j], err)) ) return rc;
   }
   /* Every old bright row proposed dark: accepted when u < q / Ltilde. */
   for(int64_t pos = B_old - 1; pos >= 0; pos--){
@@ -535,8 +554,8 @@ static fly_rc z_explicit(fly_chain *c, fly_err *err)
     int want = fly_rng_uniform(&c->rng) < p;
     int is = fly_zset_is_bright(c->br.z, n);
     if( want && !is ){
-      if( (rc = fly_bright_add(&c->br, n, c->cX + s * c->W, c->cxi + s * c->nxi,
-                               c->cgap[s], err)) ) return rc;
+      if( (rc = brighten(c, n, c->cX + s * c->W, c->cxi + s * c->nxi, c->cgap[s],
+                         err)) ) return rc;
     }else if( !want && is ){
       fly_bright_remove(&c->br, n);
     }
@@ -567,6 +586,7 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   c->W = cfg->W;
   c->nxi = cfg->m->type->n_xi(cfg->m);
   c->bw = c->nxi + 1;
+  c->nc = cfg->m->type->coef ? cfg->m->type->n_coef(cfg->m) : 0;
   fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
 
   if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
@@ -589,7 +609,11 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
                              cfg->buckets ? 0 : cfg->cache_bytes / 4, &c->bnd,
                              err)) ) goto done;
     fly_pages_set_prof(c->bnd, &c->prof);
-    if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, err)) ) goto done;
+    if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, c->nc, err)) ) goto done;
+    if( !(c->tcoef = fly_alloc_array(c->nc ? c->nc : 1, sizeof *c->tcoef)) ){
+      rc = fly_fail(err, FLY_NOMEM, "chain");
+      goto done;
+    }
   }
   if( cfg->z == FLY_Z_GIBBS &&
       !(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ){
@@ -650,6 +674,7 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->cgap);
   fly_free(c->cpbar);
   fly_free(c->cxi);
+  fly_free(c->tcoef);
   fly_free(c->pbar);
   fly_free(c);
 }
@@ -908,6 +933,7 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
       c->br.xi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
     c->br.gap[i] = c->cgap[i];
   }
+  if( c->nc ) c->m->type->coef(c->m, c->br.xi, B, c->br.coef);
 done:
   fly_free(rows);
   return rc;

@@ -83,7 +83,7 @@
  *
  * Costs: eval/grad/xi_at one dgemv over the block (n D) plus O(n);
  * neg_hess and moments_add one dsyrk (n D^2); bound_sum O(D^2).  Nothing
- * allocates; work_len(m, n) = n D + n + D^2 doubles.
+ * allocates; work_len(m, n) = n D + 3n + D^2 doubles.
  */
 #include "model.h"
 
@@ -99,7 +99,7 @@ static size_t n_xi(const fly_model *m) { (void)m; return 1; }
 
 static size_t work_len(const fly_model *m, size_t n)
 {
-  return n * m->D + n + m->D * m->D;
+  return n * m->D + 3 * n + m->D * m->D;
 }
 
 static double softplus(double x)
@@ -177,41 +177,62 @@ static fly_rc check_target(const fly_model *m, double y, int64_t row,
                   (long long)row + 1, y);
 }
 
-static void eval(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, double *logL,
-                 double *logB, double *work)
+/* Bound coefficients: (a, c) of each row (see jj). */
+static size_t n_coef(const fly_model *m) { (void)m; return 2; }
+
+static void coef(const fly_model *m, const float *xi, size_t n, double *cf)
+{
+  (void)m;
+  for( size_t i = 0; i < n; i++ ) jj(xi[i], &cf[2 * i], &cf[2 * i + 1], NULL);
+}
+
+static void eval_coef(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *cf, size_t n, double *logL,
+                      double *logB, double *work)
 {
   if( n == 0 ) return;
   lin(m, th, X, ldx, n, work);
   for( size_t i = 0; i < n; i++ ){
     double s = tsign(X, ldx, m->tcol, i) * work[i];
     logL[i] = logsig(s);
-    if( logB ){
-      double a, c;
-      jj(xi[i], &a, &c, NULL);
-      logB[i] = a * s * s + 0.5 * s + c;
-    }
+    if( logB ) logB[i] = cf[2 * i] * s * s + 0.5 * s + cf[2 * i + 1];
   }
 }
 
-static void grad(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, const double *wL,
-                 const double *wB, double *g, double *work)
+/* eval and grad with xi: the coefficients go to work + n (work_len's 2n). */
+static void eval(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, double *logL,
+                 double *logB, double *work)
+{
+  double *cf = logB ? work + n : NULL;
+  if( cf ) coef(m, xi, n, cf);
+  eval_coef(m, th, X, ldx, cf, n, logL, logB, work);
+}
+
+static void grad_coef(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *cf, size_t n, const double *wL,
+                      const double *wB, double *g, double *work)
 {
   if( n == 0 || m->D == 0 ) return;
   lin(m, th, X, ldx, n, work);
   for( size_t i = 0; i < n; i++ ){
     double t = tsign(X, ldx, m->tcol, i), s = t * work[i], k = 0;
     if( wL ) k += wL[i] * sig(-s);              /* d log sigma(s)/ds */
-    if( wB && wB[i] != 0 ){
-      double a, c;
-      jj(xi[i], &a, &c, NULL);
-      k += wB[i] * (2.0 * a * s + 0.5);         /* d log B/ds */
-    }
+    if( wB && wB[i] != 0 )
+      k += wB[i] * (2.0 * cf[2 * i] * s + 0.5); /* d log B/ds */
     work[i] = k * t;                            /* ds/dth = t x */
   }
   cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
               work, 1, 1.0, g, 1);
+}
+
+static void grad(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, const double *wL,
+                 const double *wB, double *g, double *work)
+{
+  double *cf = wB ? work + n : NULL;
+  if( cf ) coef(m, xi, n, cf);
+  grad_coef(m, th, X, ldx, cf, n, wL, wB, g, work);
 }
 
 static void neg_hess(const fly_model *m, const double *th, const double *X,
@@ -343,6 +364,10 @@ const fly_model_type fly_model_logistic = {
   .check_target  = check_target,
   .eval          = eval,
   .grad          = grad,
+  .n_coef        = n_coef,
+  .coef          = coef,
+  .eval_coef     = eval_coef,
+  .grad_coef     = grad_coef,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,

@@ -70,6 +70,22 @@ struct fly_model_type {
                  size_t ldx, const float *xi, size_t n, const double *wL,
                  const double *wB, double *g, double *work);
 
+  /* Optional (all four NULL: none): per-row bound coefficients, n_coef(m)
+   * doubles a row, computed from the stored xi by coef().  The chain keeps
+   * them for its bright rows, so a theta step evaluates log B without
+   * recomputing them from xi (for logistic a tanh, an exp and a log1p a row
+   * at every step).  eval_coef and grad_coef take the coefficients where
+   * eval and grad take xi and give the same bits. */
+  size_t (*n_coef)(const fly_model *m);
+  void   (*coef)(const fly_model *m, const float *xi, size_t n, double *coef);
+  void   (*eval_coef)(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *coef, size_t n, double *logL,
+                      double *logB, double *work);
+  void   (*grad_coef)(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *coef, size_t n,
+                      const double *wL, const double *wB, double *g,
+                      double *work);
+
   /* H += sum_i -hess log L_i(th)  (n_params x n_params, full, row-major). */
   void   (*neg_hess)(const fly_model *m, const double *th, const double *X,
                      size_t ldx, size_t n, double *H, double *work);
