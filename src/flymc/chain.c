@@ -62,6 +62,7 @@
 #include "store/pages.h"
 #include "util/mem.h"
 #include "util/rng.h"
+#include "util/vmath.h"
 
 #define CHUNK 4096            /* rows per model evaluation in regular mode */
 
@@ -189,6 +190,16 @@ static fly_rc nan_fail(fly_chain *c, fly_err *err, const char *what)
                   "check the data for extreme values", c->id + 1, what);
 }
 
+/* Sum of log Ltilde over gaps g[0..n) (n <= ev_cap; logL is overwritten).
+ * The theta step and the z step's new state both sum this way. */
+static double ltilde_sum(fly_chain *c, const double *g, size_t n)
+{
+  double s = 0;
+  fly_vlog_ltilde(g, c->logL, n);
+  for(size_t i = 0; i < n; i++) s += c->logL[i];
+  return s;
+}
+
 static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
                          fly_err *err)
 {
@@ -197,7 +208,7 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
   size_t B = (size_t)fly_bright_count(&c->br);
   if( grad ) memset(grad, 0, c->P * sizeof *grad);
   double base = fly_model_log_prior(m, th, grad)
-              + m->type->bound_sum(m, c->cfg->bounds->mom, th, grad);
+              + m->type->bound_sum(m, c->cfg->bounds->mom, th, grad, c->work);
   double sum = 0;
   if( B ){
     fly_rc rc = ev_reserve(c, B, err);
@@ -206,11 +217,8 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
       m->type->eval_coef(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
     else
       m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
-    for(size_t i = 0; i < B; i++){
-      double g = c->logL[i] - c->logB[i];
-      c->br.gap_new[i] = g;
-      sum += fly_log_ltilde(g);
-    }
+    for(size_t i = 0; i < B; i++) c->br.gap_new[i] = c->logL[i] - c->logB[i];
+    sum = ltilde_sum(c, c->br.gap_new, B);
     c->n_lik += (int64_t)B;
     if( grad && sum > -INFINITY ){
       /* d log Ltilde = d gap / (1 - exp(-gap)): weights on grad log L and
@@ -346,14 +354,6 @@ static fly_rc brighten(fly_chain *c, int64_t row, const double *x,
   return fly_bright_add(&c->br, row, x, xi, c->nc ? c->tcoef : NULL, gap, err);
 }
 
-/* Sum of log Ltilde over the bright rows at the current theta. */
-static double bright_sum(const fly_chain *c)
-{
-  size_t B = (size_t)fly_bright_count(&c->br);
-  double s = 0;
-  for(size_t i = 0; i < B; i++) s += fly_log_ltilde(c->br.gap[i]);
-  return s;
-}
 
 /* Gibbs draw for the rows that were bright at the start of a z step:
  * positions B_old-1 down to 0 (see the file comment). */
@@ -752,8 +752,10 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
     default:             rc = FLY_MISUSE; break;
     }
     fly_db_read_end(c->db, began);
+    size_t B = (size_t)fly_bright_count(&c->br);
+    if( rc == FLY_OK ) rc = ev_reserve(c, B, err);
     if( rc == FLY_OK ){
-      c->lp = c->base + bright_sum(c);
+      c->lp = c->base + ltilde_sum(c, c->br.gap, B);
       kernel_invalidate(c);
     }
     fly_prof_pop(&c->prof);

@@ -90,6 +90,8 @@
 #include <cblas.h>
 #include <math.h>
 
+#include "util/vmath.h"
+
 #define XI_MAX  1e15    /* larger (or non-finite) xi is clamped */
 #define EPS_REL 1e-12   /* eps relative to the magnitude of the terms */
 #define KAPPA   1e-3    /* slack in the thinning bound, see above */
@@ -105,11 +107,6 @@ static size_t work_len(const fly_model *m, size_t n)
 static double softplus(double x)
 {
   return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
-static double logsig(double s)            /* log sigma(s) */
-{
-  return s >= 0 ? -log1p(exp(-s)) : s - log1p(exp(s));
 }
 
 static double sig(double s)               /* sigma(s) */
@@ -192,11 +189,13 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
 {
   if( n == 0 ) return;
   lin(m, th, X, ldx, n, work);
-  for( size_t i = 0; i < n; i++ ){
-    double s = tsign(X, ldx, m->tcol, i) * work[i];
-    logL[i] = logsig(s);
-    if( logB ) logB[i] = cf[2 * i] * s * s + 0.5 * s + cf[2 * i + 1];
-  }
+  for( size_t i = 0; i < n; i++ ) work[i] *= tsign(X, ldx, m->tcol, i);
+  fly_vlogsig(work, logL, n);
+  if( logB )
+    for( size_t i = 0; i < n; i++ ){
+      double s = work[i];
+      logB[i] = cf[2 * i] * s * s + 0.5 * s + cf[2 * i + 1];
+    }
 }
 
 /* eval and grad with xi: the coefficients go to work + n (work_len's 2n). */
@@ -300,18 +299,17 @@ static void moments_add(const fly_model *m, const double *X, size_t ldx,
 }
 
 static double bound_sum(const fly_model *m, const double *mom,
-                        const double *th, double *g)
+                        const double *th, double *g, double *work)
 {
   size_t D = m->D;
   const double *S = mom, *mu = mom + D * D;
-  double q = 0, l = 0;
-  for( size_t j = 0; j < D; j++ ){
-    double Sj = 0;                              /* (S th)_j */
-    for( size_t k = 0; k < D; k++ ) Sj += S[j * D + k] * th[k];
-    q += th[j] * Sj;
-    l += th[j] * mu[j];
-    if( g ) g[j] += 2.0 * Sj + mu[j];
-  }
+  if( D == 0 ) return mom[0];
+  double *Sth = work;                           /* S th: one dgemv */
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)D, (int)D, 1.0, S, (int)D, th,
+              1, 0.0, Sth, 1);
+  double q = cblas_ddot((int)D, th, 1, Sth, 1), l = cblas_ddot((int)D, th, 1, mu, 1);
+  if( g )
+    for( size_t j = 0; j < D; j++ ) g[j] += 2.0 * Sth[j] + mu[j];
   return q + l + mom[D * D + D];
 }
 

@@ -103,9 +103,9 @@ struct fly_model_type {
   void   (*moments_add)(const fly_model *m, const double *X, size_t ldx,
                         const float *xi, size_t n, double *mom, double *work);
   /* sum_n log B_n(th) from the moments in O(n_params^2); if grad is non-NULL,
-   * grad += its gradient. */
+   * grad += its gradient.  work: work_len(m, 1) doubles. */
   double (*bound_sum)(const fly_model *m, const double *mom, const double *th,
-                      double *grad);
+                      double *grad, double *work);
 
   /* Thinning bound.  key(xi_row, xnorm) is a per-row number such that, for
    * every th, gap_i(th) <= gap_upper(key_i, r) where

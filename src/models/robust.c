@@ -303,16 +303,19 @@ static void moments_add(const fly_model *m, const double *X, size_t ldx,
 }
 
 static double bound_sum(const fly_model *m, const double *mom,
-                        const double *th, double *g)
+                        const double *th, double *g, double *work)
 {
   size_t D = m->D;
   const double *S = mom, *bm = mom + D * D;
   double s = m->scale, quad = 0;
-  for( size_t j = 0; j < D; j++ ){
-    double Sj = 0;                              /* (S th)_j */
-    for( size_t k = 0; k < D; k++ ) Sj += S[j * D + k] * th[k];
-    quad += th[j] * (Sj - 2.0 * bm[j]);
-    if( g ) g[j] += 2.0 * ((Sj - bm[j]) / s) / s;
+  if( D > 0 ){
+    double *Sth = work;                         /* S th: one dgemv */
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)D, (int)D, 1.0, S, (int)D,
+                th, 1, 0.0, Sth, 1);
+    for( size_t j = 0; j < D; j++ ){
+      quad += th[j] * (Sth[j] - 2.0 * bm[j]);
+      if( g ) g[j] += 2.0 * ((Sth[j] - bm[j]) / s) / s;
+    }
   }
   return ((quad + mom[D * D + D]) / s) / s + mom[D * D + D + 1];
 }

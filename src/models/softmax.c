@@ -384,8 +384,9 @@ static double col_mean(const double *th, size_t K, size_t D, size_t j)
 }
 
 static double bound_sum(const fly_model *m, const double *mom,
-                        const double *th, double *g)
+                        const double *th, double *g, double *work)
 {
+  (void)work;
   const size_t K = m->K, D = m->D;
   const double *S = mom, *Y = mom + D * D, *Bx = Y + K * D;
   double q = 0, l = 0;

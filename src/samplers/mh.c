@@ -9,6 +9,7 @@
  */
 #include "samplers/mh.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -49,16 +50,10 @@ fly_rc fly_mh_step(fly_mh *k, fly_target *tgt, fly_rng *rng, double *th,
   fly_rc rc;
 
   for(size_t i = 0; i < P; i++) k->e[i] = fly_rng_normal(rng);
-  for(size_t i = 0; i < P; i++){
-    double s = 0;
-    if( k->L ){
-      const double *row = k->L + i * P;
-      for(size_t j = 0; j <= i; j++) s += row[j] * k->e[j];
-    }else{
-      s = k->e[i];
-    }
-    k->prop[i] = th[i] + eps * s;
-  }
+  if( k->L && P > 0 )                           /* e := L e, L lower */
+    cblas_dtrmv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)P,
+                k->L, (int)P, k->e, 1);
+  for(size_t i = 0; i < P; i++) k->prop[i] = th[i] + eps * k->e[i];
   rc = tgt->logp(tgt->ctx, k->prop, &lp_new, NULL, err);
   if( rc ) return rc;
 

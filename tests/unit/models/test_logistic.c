@@ -334,7 +334,7 @@ static void test_collapsed(void)
       double th[D], g[D] = { 0 }, g2[D] = { 0 }, fd[D];
       double sc = t < 2 ? 0.5 : 5;
       for( int j = 0; j < D; j++ ) th[j] = sc * fly_rng_normal(&r);
-      double bs = m.type->bound_sum(&m, mom, th, g);
+      double bs = m.type->bound_sum(&m, mom, th, g, w);
       m.type->eval(&m, th, X, D + 2, xi, N, lL, lB, w);
       double direct = 0, mag = 0;
       for( size_t i = 0; i < N; i++ ){ direct += lB[i]; mag += fabs(lB[i]); }
@@ -348,8 +348,8 @@ static void test_collapsed(void)
         double h = 1e-5 * (1 + fabs(th[j])), tp[D], tm[D];
         memcpy(tp, th, sizeof tp); memcpy(tm, th, sizeof tm);
         tp[j] += h; tm[j] -= h;
-        fd[j] = (m.type->bound_sum(&m, mom, tp, NULL) -
-                 m.type->bound_sum(&m, mom, tm, NULL)) / (2 * h);
+        fd[j] = (m.type->bound_sum(&m, mom, tp, NULL, w) -
+                 m.type->bound_sum(&m, mom, tm, NULL, w)) / (2 * h);
       }
       fdworst = fmax(fdworst, relerr(g, fd, D));
     }

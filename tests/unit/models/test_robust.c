@@ -435,7 +435,7 @@ static void test_collapsed(void)
       double th[D], g[D] = { 0 }, g2[D] = { 0 }, fd[D];
       double sc = t < 2 ? 0.5 : 5;
       for( int j = 0; j < D; j++ ) th[j] = sc * fly_rng_normal(&r);
-      double bs = m.type->bound_sum(&m, mom, th, g);
+      double bs = m.type->bound_sum(&m, mom, th, g, w);
       m.type->eval(&m, th, X, D + 2, xi, N, lL, lB, w);
       double direct = 0, mag = 0;
       for( size_t i = 0; i < N; i++ ){ direct += lB[i]; mag += fabs(lB[i]); }
@@ -448,8 +448,8 @@ static void test_collapsed(void)
         double h = 1e-5 * (1 + fabs(th[j])), tp[D], tm[D];
         memcpy(tp, th, sizeof tp); memcpy(tm, th, sizeof tm);
         tp[j] += h; tm[j] -= h;
-        fd[j] = (m.type->bound_sum(&m, mom, tp, NULL) -
-                 m.type->bound_sum(&m, mom, tm, NULL)) / (2 * h);
+        fd[j] = (m.type->bound_sum(&m, mom, tp, NULL, w) -
+                 m.type->bound_sum(&m, mom, tm, NULL, w)) / (2 * h);
       }
       fdworst = fmax(fdworst, relerr(g, fd, D));
     }
@@ -828,7 +828,7 @@ static void test_tune(void)
         th[i] = b->theta_map[i];
         for( int j = 0; j <= i; j++ ) th[i] += b->chol_cov[i * D + j] * z[j];
       }
-      double col = m.type->bound_sum(&m, b->mom, th, NULL), ex = 0;
+      double col = m.type->bound_sum(&m, b->mom, th, NULL, work), ex = 0;
       m.type->eval(&m, th, X, W, xi, N, lL, lB, work);
       for( size_t i = 0; i < N; i++ ) ex += lB[i];
       worst = fmax(worst, fabs(col - ex) / fabs(ex));

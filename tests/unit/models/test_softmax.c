@@ -485,7 +485,7 @@ static void test_collapsed(size_t K)
       double sc = t < 2 ? 0.5 : 5;
       for( size_t j = 0; j < P; j++ ) th[j] = sc * fly_rng_normal(&r);
       if( t == 3 ) for( size_t j = 0; j < P; j++ ) th[j] += 40 * (double)(j % D);
-      double bs = m.type->bound_sum(&m, mom, th, g);
+      double bs = m.type->bound_sum(&m, mom, th, g, w);
       m.type->eval(&m, th, X, D + 2, xi, N, lL, lB, w);
       double direct = 0, mag = 0;
       for( size_t i = 0; i < N; i++ ){ direct += lB[i]; mag += fabs(lB[i]); }
@@ -498,8 +498,8 @@ static void test_collapsed(size_t K)
         double h = 1e-5 * (1 + fabs(th[j])), tp[MAXP], tm[MAXP];
         memcpy(tp, th, P * sizeof *tp); memcpy(tm, th, P * sizeof *tm);
         tp[j] += h; tm[j] -= h;
-        fd[j] = (m.type->bound_sum(&m, mom, tp, NULL) -
-                 m.type->bound_sum(&m, mom, tm, NULL)) / (2 * h);
+        fd[j] = (m.type->bound_sum(&m, mom, tp, NULL, w) -
+                 m.type->bound_sum(&m, mom, tm, NULL, w)) / (2 * h);
       }
       fdworst = fmax(fdworst, relerr(g, fd, P));
     }
@@ -1004,7 +1004,7 @@ static void test_tune(void)
           double v = 20 * fly_rng_normal(&rng);
           for( size_t k = 0; k < K; k++ ) th[k * D + j] += v;
         }
-      double col = m.type->bound_sum(&m, b->mom, th, NULL), exs = 0;
+      double col = m.type->bound_sum(&m, b->mom, th, NULL, work), exs = 0;
       m.type->eval(&m, th, d.X, W, xi, N, lL, lB, work);
       for( size_t n = 0; n < N; n++ ) exs += lB[n];
       worst_sum = fmax(worst_sum, fabs(col - exs) / fabs(exs));
@@ -1045,7 +1045,7 @@ static void test_tune(void)
     for( int rep = 0; rep < 5; rep++ ){
       for( size_t j = 0; j < P; j++ )
         th[j] = bf->theta_map[j] + fly_rng_normal(&rng);
-      double col = m.type->bound_sum(&m, bf->mom, th, NULL), exs = 0;
+      double col = m.type->bound_sum(&m, bf->mom, th, NULL, work), exs = 0;
       m.type->eval(&m, th, d.X, W, xi, N, lL, lB, work);
       for( size_t n = 0; n < N; n++ ) exs += lB[n];
       ws = fmax(ws, fabs(col - exs) / fabs(exs));

@@ -316,7 +316,7 @@ static void check_map_set(fly_db *db, const data *d, int64_t id, double s2)
         th[i] = b->theta_map[i];
         for(size_t j = 0; j <= i; j++) th[i] += b->chol_cov[i * D + j] * z[j];
       }
-      double col = m.type->bound_sum(&m, b->mom, th, NULL);
+      double col = m.type->bound_sum(&m, b->mom, th, NULL, work);
       double exs = explicit_bound_sum(&m, d, th, xi, work, lb, ll);
       worst_sum = fmax(worst_sum, fabs(col - exs) / fabs(exs));
       double r = m.type->radius(&m, th, b->theta_map, b->prec, work);
@@ -490,7 +490,7 @@ int main(void)
       for(int rep = 0; rep < 5; rep++){
         for(size_t j = 0; j < d.D; j++)
           th[j] = b->theta_map[j] + fly_rng_normal(&rng);
-        double col = m.type->bound_sum(&m, b->mom, th, NULL);
+        double col = m.type->bound_sum(&m, b->mom, th, NULL, work);
         double exs = explicit_bound_sum(&m, &d, th, xi, work, lb, ll);
         worst = fmax(worst, fabs(col - exs) / fabs(exs));
       }
