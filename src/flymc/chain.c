@@ -711,7 +711,7 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
   if( !c->cfg->init_map ){
     /* theta_0 = MAP + chol(cov) e: a draw from the Laplace approximation */
     double *e = c->logL;
-    for(size_t i = 0; i < c->P; i++) e[i] = fly_rng_normal(&c->rng);
+    fly_rng_normals(&c->rng, e, c->P);
     for(size_t i = 0; i < c->P; i++){
       double s = 0;
       for(size_t j = 0; j <= i; j++) s += bd->chol_cov[i * c->P + j] * e[j];

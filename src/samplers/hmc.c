@@ -251,8 +251,9 @@ fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
   if( k->jitter > 0 ) eps *= 1 + k->jitter * (2 * fly_rng_uniform(rng) - 1);
 
   /* r ~ N(0, diag(1/minv)); H0 = -lp + |e|^2/2 */
+  fly_rng_normals(rng, k->r, P);
   for(size_t i = 0; i < P; i++){
-    double e = fly_rng_normal(rng);
+    double e = k->r[i];
     k->r[i] = e / sqrt(k->minv[i]);
     H0 += 0.5 * e * e;
   }

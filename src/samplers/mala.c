@@ -121,7 +121,7 @@ fly_rc fly_mala_step(fly_mala *k, fly_target *tgt, fly_rng *rng, double *th,
 
   /* th' = th + eps L (e + (eps/2) h) */
   mul_lt(k->L, P, k->grad, k->wg);
-  for(size_t i = 0; i < P; i++) k->e[i] = fly_rng_normal(rng);
+  fly_rng_normals(rng, k->e, P);
   for(size_t i = 0; i < P; i++){
     double s = 0;
     if( k->L ){

@@ -49,7 +49,7 @@ fly_rc fly_mh_step(fly_mh *k, fly_target *tgt, fly_rng *rng, double *th,
   double eps = exp(k->st.log_eps), lp_new, a;
   fly_rc rc;
 
-  for(size_t i = 0; i < P; i++) k->e[i] = fly_rng_normal(rng);
+  fly_rng_normals(rng, k->e, P);
   if( k->L && P > 0 )                           /* e := L e, L lower */
     cblas_dtrmv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)P,
                 k->L, (int)P, k->e, 1);

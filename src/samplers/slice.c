@@ -83,10 +83,8 @@ static fly_rc update(fly_slice *k, fly_target *tgt, fly_rng *rng, double *th,
 
   do{
     ne = 0;
-    for(size_t i = 0; i < P; i++){
-      k->e[i] = fly_rng_normal(rng);
-      ne += k->e[i] * k->e[i];
-    }
+    fly_rng_normals(rng, k->e, P);
+    for(size_t i = 0; i < P; i++) ne += k->e[i] * k->e[i];
   }while( !(ne > 0) );
   ne = 1.0 / sqrt(ne);
   for(size_t i = 0; i < P; i++){

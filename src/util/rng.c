@@ -80,15 +80,32 @@ double fly_rng_uniform(fly_rng *r)
   return (double)k * 0x1.0p-53;
 }
 
+/* One polar (Marsaglia) draw: a point (u, v) uniform in the unit disc;
+ * returns f with u f and v f two independent standard normals. */
+static double polar(fly_rng *r, double *u, double *v)
+{
+  double q;
+  do {
+    *u = 2.0 * fly_rng_uniform(r) - 1.0;
+    *v = 2.0 * fly_rng_uniform(r) - 1.0;
+    q = *u * *u + *v * *v;
+  } while( q >= 1.0 || q == 0.0 );
+  return sqrt(-2.0 * log(q) / q);
+}
+
 double fly_rng_normal(fly_rng *r)
 {
-  double u, v, q;
-  do {
-    u = 2.0 * fly_rng_uniform(r) - 1.0;
-    v = 2.0 * fly_rng_uniform(r) - 1.0;
-    q = u * u + v * v;
-  } while( q >= 1.0 || q == 0.0 );
-  return u * sqrt(-2.0 * log(q) / q);   /* v's twin variate is dropped */
+  double u, v, f = polar(r, &u, &v);
+  return u * f;                          /* v's twin variate is dropped */
+}
+
+void fly_rng_normals(fly_rng *r, double *out, size_t n)
+{
+  for(size_t i = 0; i < n; i += 2){
+    double u, v, f = polar(r, &u, &v);
+    out[i] = u * f;
+    if( i + 1 < n ) out[i + 1] = v * f;
+  }
 }
 
 int fly_rng_bernoulli(fly_rng *r, double p)

@@ -9,6 +9,7 @@
 #ifndef FLY_RNG_H
 #define FLY_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct fly_rng { uint64_t s[4]; } fly_rng;
@@ -22,6 +23,10 @@ uint64_t fly_rng_u64(fly_rng *r);
 double   fly_rng_uniform(fly_rng *r);
 /* Standard normal (polar method, no cached second variate: state is s[] only). */
 double   fly_rng_normal(fly_rng *r);
+/* out[0..n) iid standard normal: the polar method's two variates of a draw
+ * both used (half the log and sqrt calls of n fly_rng_normal; the second of
+ * the last pair is dropped when n is odd, so the state stays s[] only). */
+void     fly_rng_normals(fly_rng *r, double *out, size_t n);
 /* 1 with probability p (p<=0 -> 0, p>=1 -> 1). */
 int      fly_rng_bernoulli(fly_rng *r, double p);
 /* Uniform integer in [0, n), unbiased (Lemire); n > 0. */

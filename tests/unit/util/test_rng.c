@@ -142,6 +142,41 @@ static void test_normal(void)
   TAP_OK(fabs((double)tail / n - pt) < 5 * se, "normal P(|x|>3) %.6f", (double)tail / n);
 }
 
+/* fly_rng_normals: both variates of a polar draw are used, so check the
+ * moments and tail of the batch and that the pair members are independent
+ * (correlation, and E[x^2 y^2] = 1, which a dependence through the common
+ * radius would move), with an odd batch length so the dropped twin path
+ * runs too. */
+static void test_normals(void)
+{
+  fly_rng r;
+  fly_rng_seed(&r, 5, 0);
+  enum { B = 51 };
+  const int reps = 40000, n = reps * B;
+  double x[B], s1 = 0, s2 = 0, s4 = 0, xy = 0, x2y2 = 0;
+  int tail = 0, np = 0;
+  for( int k = 0; k < reps; k++ ){
+    fly_rng_normals(&r, x, B);
+    for( int i = 0; i < B; i++ ){
+      s1 += x[i]; s2 += x[i] * x[i]; s4 += x[i] * x[i] * x[i] * x[i];
+      tail += fabs(x[i]) > 3;
+    }
+    for( int i = 0; i + 1 < B; i += 2, np++ ){
+      xy += x[i] * x[i + 1];
+      x2y2 += x[i] * x[i] * x[i + 1] * x[i + 1];
+    }
+  }
+  s1 /= n; s2 /= n; s4 /= n; xy /= np; x2y2 /= np;
+  TAP_OK(fabs(s1) < 5 * sqrt(1.0 / n), "normals mean %.5f", s1);
+  TAP_OK(fabs(s2 - 1) < 5 * sqrt(2.0 / n), "normals E x^2 %.5f", s2);
+  TAP_OK(fabs(s4 - 3) < 5 * sqrt(96.0 / n), "normals E x^4 %.5f", s4);
+  double pt = 0.0026997960632601866, se = sqrt(pt * (1 - pt) / n);
+  TAP_OK(fabs((double)tail / n - pt) < 5 * se, "normals P(|x|>3) %.6f", (double)tail / n);
+  /* Var(xy) = 1 and Var(x^2 y^2) = 9 - 1 = 8 for independent N(0,1) */
+  TAP_OK(fabs(xy) < 5 * sqrt(1.0 / np), "normals: pair correlation %.5f", xy);
+  TAP_OK(fabs(x2y2 - 1) < 5 * sqrt(8.0 / np), "normals: pair E x^2 y^2 %.5f", x2y2);
+}
+
 static void test_bernoulli(void)
 {
   fly_rng r;
@@ -264,6 +299,7 @@ int main(void)
   test_roundtrip();
   test_uniform();
   test_normal();
+  test_normals();
   test_bernoulli();
   test_geometric();
   test_below();
