@@ -474,7 +474,7 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
 
 static fly_rc z_implicit(fly_chain *c, fly_err *err)
 {
-  double q = c->cfg->z_param, logq = log(q);
+  double q = c->cfg->z_param;
   int64_t B_old = fly_bright_count(&c->br), N = c->cfg->N;
   size_t k = 0;
   fly_rc rc;
@@ -493,15 +493,23 @@ static fly_rc z_implicit(fly_chain *c, fly_err *err)
     i += 1 + g;
   }
   if( (rc = read_candidates(c, k, err)) ) return rc;
+  if( (rc = ev_reserve(c, (size_t)B_old, err)) ) return rc;
+  /* Ltilde = expm1(gap), one vector pass each for the candidates (into
+   * logL, free after the read) and the old bright rows (into logB).
+   * Adding rows appends after B_old and a removal at pos fills pos from
+   * above, which is never visited again, so the old rows' values stay
+   * valid through both loops.  gap <= 0 gives Ltilde <= 0: never bright. */
+  fly_vexpm1(c->cgap, c->logL, k);
   for(size_t j = 0; j < k; j++){
     /* dark -> bright accepted when u < Ltilde / q */
-    if( log(fly_rng_uniform(&c->rng)) < fly_log_ltilde(c->cgap[j]) - logq )
+    if( fly_rng_uniform(&c->rng) * q < c->logL[j] )
       if( (rc = brighten(c, c->cid[j], c->cX + j * c->W, c->cxi + j * c->nxi,
                          c->cgap[j], err)) ) return rc;
   }
+  fly_vexpm1(c->br.gap, c->logB, (size_t)B_old);
   /* Every old bright row proposed dark: accepted when u < q / Ltilde. */
   for(int64_t pos = B_old - 1; pos >= 0; pos--){
-    if( log(fly_rng_uniform(&c->rng)) < logq - fly_log_ltilde(c->br.gap[pos]) )
+    if( fly_rng_uniform(&c->rng) * c->logB[pos] < q )
       fly_bright_remove(&c->br, fly_zset_ith_bright(c->br.z, pos));
   }
   return FLY_OK;

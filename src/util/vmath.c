@@ -41,6 +41,13 @@ void fly_vlogsig(const double *s, double *out, size_t n)
 }
 
 CLONES
+void fly_vexpm1(const double *x, double *out, size_t n)
+{
+#pragma omp simd
+  for( size_t i = 0; i < n; i++ ) out[i] = expm1(x[i]);
+}
+
+CLONES
 void fly_vlog_ltilde(const double *gap, double *out, size_t n)
 {
 #pragma omp simd

@@ -21,6 +21,9 @@
 /* out[i] = log sigma(s[i]) = -log(1 + exp(-s[i])), accurate for all s. */
 void fly_vlogsig(const double *s, double *out, size_t n);
 
+/* out[i] = exp(x[i]) - 1, accurate for small |x| (+inf past ~709.78). */
+void fly_vexpm1(const double *x, double *out, size_t n);
+
 /* out[i] = log(exp(gap[i]) - 1) (log Ltilde, see model.h), -inf when
  * gap[i] <= 0.  Absolute error a few ulp of max(1, |result|). */
 void fly_vlog_ltilde(const double *gap, double *out, size_t n);

@@ -28,6 +28,32 @@ static long double ref_ltilde(long double g)
   return g < 50 ? logl(expm1l(g)) : g + log1pl(-expl(-g));
 }
 
+/* x[0..n): the fixed values first, then +-exp(spread * N(0,1)) with
+ * alternating signs (signed) or positive. */
+static void fill(fly_rng *r, const double *fixed, size_t nf, double spread,
+                 int signed_, double *x, size_t n)
+{
+  for( size_t i = 0; i < n; i++ )
+    x[i] = i < nf ? fixed[i]
+         : (signed_ && i % 2 ? -1 : 1) * exp(spread * fly_rng_normal(r));
+}
+
+/* Largest |out - ref(x)| / max(|ref|, floor) over x <= x_max; NaN counts
+ * as the worst. */
+static double worst_rel(const double *x, const double *out, size_t n,
+                        long double (*ref)(long double), long double floor,
+                        double x_max)
+{
+  double worst = 0;
+  for( size_t i = 0; i < n; i++ ){
+    if( x[i] > x_max ) continue;
+    long double v = ref(x[i]);
+    double e = (double)(fabsl(out[i] - v) / fmaxl(fabsl(v), floor));
+    if( !(e <= worst) ) worst = e;
+  }
+  return worst;
+}
+
 static void test_logsig(void)
 {
   fly_rng r;
@@ -37,19 +63,12 @@ static void test_logsig(void)
   static const double fixed[] = { 0.0, -0.0, 1e-300, -1e-300, 1e-8, -1e-8, 0.5,
                                   -0.5, 36.0, -36.0, 40.0, -40.0, 700.0, -700.0,
                                   746.0, -746.0, 1e300, -1e300 };
-  size_t nf = sizeof fixed / sizeof fixed[0];
-  for( size_t i = 0; i < N; i++ )
-    s[i] = i < nf ? fixed[i] : (i % 2 ? -1 : 1) * exp(12 * fly_rng_normal(&r));
+  fill(&r, fixed, sizeof fixed / sizeof fixed[0], 12, 1, s, N);
   fly_vlogsig(s, o, N);
   /* relative error, measured against at least 1e-290: below that (s > 667)
    * exp(-s) runs into subnormals in any libm, and such terms are nothing
    * to a sum of log densities */
-  double worst = 0;
-  for( size_t i = 0; i < N; i++ ){
-    long double ref = ref_logsig(s[i]);
-    double e = (double)(fabsl(o[i] - ref) / fmaxl(fabsl(ref), 1e-290L));
-    if( !(e <= worst) ) worst = e;                  /* NaN counts as worst */
-  }
+  double worst = worst_rel(s, o, N, ref_logsig, 1e-290L, INFINITY);
   TAP_OK(worst <= 1e-14, "log sigma: relative error %.3g over %d values "
          "(|s| to 1e300)", worst, N);
   double inf[2] = { INFINITY, -INFINITY }, oi[2];
@@ -75,18 +94,11 @@ static void test_ltilde(void)
   static const double fixed[] = { 5e-324, 1e-300, 1e-20, 1e-8, 0.01, 0.69314718,
                                   0.6931472, 1.0, 30.0, 36.0, 40.0, 700.0,
                                   710.0, 1e6 };
-  size_t nf = sizeof fixed / sizeof fixed[0];
-  for( size_t i = 0; i < N; i++ )
-    g[i] = i < nf ? fixed[i] : exp(8 * fly_rng_normal(&r));
+  fill(&r, fixed, sizeof fixed / sizeof fixed[0], 8, 0, g, N);
   fly_vlog_ltilde(g, o, N);
-  double worst = 0;
-  for( size_t i = 0; i < N; i++ ){
-    long double ref = ref_ltilde(g[i]);
-    /* absolute error in units of max(1, |result|): what a sum of log
-     * densities sees */
-    double e = (double)(fabsl(o[i] - ref) / fmaxl(1.0L, fabsl(ref)));
-    if( !(e <= worst) ) worst = e;
-  }
+  /* absolute error in units of max(1, |result|): what a sum of log
+   * densities sees */
+  double worst = worst_rel(g, o, N, ref_ltilde, 1.0L, INFINITY);
   TAP_OK(worst <= 1e-14, "log Ltilde: error %.3g of max(1, |value|) over %d gaps "
          "(5e-324 to 1e6)", worst, N);
   double sp[5] = { 0.0, -0.0, -1.0, -INFINITY, INFINITY }, os[5];
@@ -98,9 +110,32 @@ static void test_ltilde(void)
   free(o);
 }
 
+static void test_expm1(void)
+{
+  fly_rng r;
+  fly_rng_seed(&r, 6, 0);
+  enum { N = 1005 };
+  double *x = malloc(N * sizeof *x), *o = malloc(N * sizeof *o);
+  static const double fixed[] = { 0.0, 5e-324, -5e-324, 1e-300, 1e-20, -1e-20,
+                                  1e-8, 0.5, -0.5, 30, -30, 700, 709.7, -745,
+                                  -1e300 };
+  fill(&r, fixed, sizeof fixed / sizeof fixed[0], 4, 1, x, N);
+  fly_vexpm1(x, o, N);
+  /* overflow (x > 709.7) is checked below */
+  double worst = worst_rel(x, o, N, expm1l, 1e-300L, 709.7);
+  TAP_OK(worst <= 1e-14, "expm1: relative error %.3g over %d values", worst, N);
+  double sp[3] = { 710.0, INFINITY, -INFINITY }, os[3];
+  fly_vexpm1(sp, os, 3);
+  TAP_OK(os[0] == INFINITY && os[1] == INFINITY && os[2] == -1.0,
+         "expm1(710) = expm1(inf) = inf, expm1(-inf) = -1");
+  free(x);
+  free(o);
+}
+
 int main(void)
 {
   test_logsig();
   test_ltilde();
+  test_expm1();
   return tap_done();
 }
