@@ -122,18 +122,43 @@ static double xi_of(float x)
   return v < XI_MAX ? v : XI_MAX;         /* NaN lands here too */
 }
 
-/* a(xi), c(xi) (eps included) and eps for a stored xi. */
-static void jj(float xf, double *a, double *c, double *eps)
+/* a(xi), c(xi) (eps included) and eps, given em = expm1(-xi) and
+ * lp = log1p(1 + em) = log1p(exp(-xi)):
+ *   tanh(xi/2) = (1 - e^-xi) / (1 + e^-xi) = -em / (2 + em),
+ *   softplus(xi) = xi + lp.
+ * 1 + em rounds e^-xi to an absolute 2^-53, which moves lp by at most that
+ * (lp' <= 1/2): nothing next to c's terms of size 1 + xi.  em and lp come
+ * from the vector functions of util/vmath.h for one row (jj) and for a block
+ * (coef) alike, so a row's coefficients are the same bits either way, and
+ * the moment tables (built with coef) agree with every row's log B. */
+static void jj_finish(double xi, double em, double lp, double *a, double *c,
+                      double *eps)
 {
-  double xi = xi_of(xf);
   double A = xi < 1e-4 ? -(1.0 - xi * xi / 12.0) / 8.0
-                       : -tanh(0.5 * xi) / (4.0 * xi);
+                       : em / (2.0 + em) / (4.0 * xi);
   double axx = A * xi * xi;
-  double c0 = -axx + 0.5 * xi - softplus(xi);
+  double c0 = -axx + 0.5 * xi - (xi + lp);
   double e = EPS_REL * (1.0 + fabs(c0) + fabs(axx) + 0.5 * xi);
   *a = A;
   *c = c0 - e;
   if( eps ) *eps = e;
+}
+
+/* em = expm1(-xi), lp = log1p(exp(-xi)) for k values of xi (in place). */
+static void jj_parts(double *x_em, double *lp, size_t k)
+{
+  for( size_t j = 0; j < k; j++ ) x_em[j] = -x_em[j];
+  fly_vexpm1(x_em, x_em, k);
+  for( size_t j = 0; j < k; j++ ) lp[j] = 1.0 + x_em[j];
+  fly_vlog1p(lp, lp, k);
+}
+
+/* a(xi), c(xi) (eps included) and eps for one stored xi. */
+static void jj(float xf, double *a, double *c, double *eps)
+{
+  double xi = xi_of(xf), em = xi, lp;
+  jj_parts(&em, &lp, 1);
+  jj_finish(xi, em, lp, a, c, eps);
 }
 
 static double tsign(const double *X, size_t ldx, size_t tcol, size_t i)
@@ -177,10 +202,19 @@ static fly_rc check_target(const fly_model *m, double y, int64_t row,
 /* Bound coefficients: (a, c) of each row (see jj). */
 static size_t n_coef(const fly_model *m) { (void)m; return 2; }
 
+#define JJ_CHUNK 64     /* rows of coefficients per pair of vector calls */
+
 static void coef(const fly_model *m, const float *xi, size_t n, double *cf)
 {
   (void)m;
-  for( size_t i = 0; i < n; i++ ) jj(xi[i], &cf[2 * i], &cf[2 * i + 1], NULL);
+  double x[JJ_CHUNK], em[JJ_CHUNK], lp[JJ_CHUNK];
+  for( size_t o = 0; o < n; o += JJ_CHUNK ){
+    size_t k = n - o < JJ_CHUNK ? n - o : JJ_CHUNK;
+    for( size_t j = 0; j < k; j++ ) em[j] = x[j] = xi_of(xi[o + j]);
+    jj_parts(em, lp, k);
+    for( size_t j = 0; j < k; j++ )
+      jj_finish(x[j], em[j], lp[j], &cf[2 * (o + j)], &cf[2 * (o + j) + 1], NULL);
+  }
 }
 
 static void eval_coef(const fly_model *m, const double *th, const double *X,
@@ -279,11 +313,11 @@ static void moments_add(const fly_model *m, const double *X, size_t ldx,
   size_t D = m->D;
   if( n == 0 ) return;
   double *S = mom, *mu = mom + D * D, *C = mom + D * D + D;
-  double *v = work, *R = work + n, *W = work + n + n * D;
+  double *v = work, *R = work + n, *W = work + n + n * D, *cf = W + D * D;
   double csum = 0;
+  coef(m, xi, n, cf);
   for( size_t i = 0; i < n; i++ ){
-    double a, c;
-    jj(xi[i], &a, &c, NULL);
+    double a = cf[2 * i], c = cf[2 * i + 1];
     csum += c;
     v[i] = 0.5 * tsign(X, ldx, m->tcol, i);
     double r = sqrt(-a);                        /* a < 0 always */

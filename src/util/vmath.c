@@ -8,12 +8,20 @@
  * lines tell the compiler that libmvec holds vector versions of these libm
  * functions (glibc's <math.h> says so itself only under -ffast-math, which
  * would also license reassociation here and in anything inlined).
- * target_clones builds an AVX2 copy of each loop beside the baseline one;
- * the loader picks one for the CPU.
+ * target_clones builds an AVX2 copy of each function beside the baseline
+ * one; the loader picks one for the CPU.
+ *
+ * Every element goes through the vector function, wherever it sits in the
+ * array: arrays are processed in blocks of VW lanes and a short tail is
+ * padded to a full block (a compiler's scalar epilogue would call scalar
+ * libm for the last few elements).  So a value's result does not depend on
+ * its position or on n, and a model's coefficients computed for one row
+ * equal those computed for the same row inside a page.
  */
 #include "util/vmath.h"
 
 #include <math.h>
+#include <string.h>
 
 #ifdef FLY_HAVE_LIBMVEC
 #pragma omp declare simd notinbranch
@@ -29,35 +37,42 @@ extern double expm1(double);
 #define CLONES
 #endif
 
-CLONES
-void fly_vlogsig(const double *s, double *out, size_t n)
-{
-#pragma omp simd
-  for( size_t i = 0; i < n; i++ ){
-    double x = s[i];
-    /* log sigma(x) = min(x, 0) - log1p(exp(-|x|)) */
-    out[i] = (x < 0 ? x : 0.0) - log1p(exp(-fabs(x)));
-  }
-}
+#define VW 4    /* lanes of a block: AVX2 doubles */
 
-CLONES
-void fly_vexpm1(const double *x, double *out, size_t n)
-{
-#pragma omp simd
-  for( size_t i = 0; i < n; i++ ) out[i] = expm1(x[i]);
-}
-
-CLONES
-void fly_vlog_ltilde(const double *gap, double *out, size_t n)
-{
-#pragma omp simd
-  for( size_t i = 0; i < n; i++ ){
-    double g = gap[i];
-    /* log(e^g - 1) = g + log(1 - e^-g); for large g the log's argument is
-     * near 1 and its absolute error stays an ulp, all a sum of log
-     * densities needs (the scalar fly_log_ltilde keeps relative accuracy
-     * with a log1p branch, which would cost a second vector call here). */
-    double l = g + log(-expm1(-g));
-    out[i] = g > 0 ? l : -INFINITY;
+/* name(in, out, n): out[i] = expr with x = in[i], block by block. */
+#define ELEMENTWISE(name, x, expr)                                          \
+  static inline void name##_block(const double *in, double *out)           \
+  {                                                                         \
+    _Pragma("omp simd")                                                     \
+    for( int j_ = 0; j_ < VW; j_++ ){                                       \
+      double x = in[j_];                                                    \
+      out[j_] = (expr);                                                     \
+    }                                                                       \
+  }                                                                         \
+  CLONES void name(const double *in, double *out, size_t n)                \
+  {                                                                         \
+    size_t i = 0;                                                           \
+    for( ; i + VW <= n; i += VW ) name##_block(in + i, out + i);            \
+    if( i < n ){                                                            \
+      double a_[VW] = { 0 }, b_[VW];                                        \
+      memcpy(a_, in + i, (n - i) * sizeof *a_);                             \
+      name##_block(a_, b_);                                                 \
+      memcpy(out + i, b_, (n - i) * sizeof *b_);                            \
+    }                                                                       \
   }
-}
+
+/* log sigma(x) = min(x, 0) - log1p(exp(-|x|)) */
+ELEMENTWISE(fly_vlogsig, x, (x < 0 ? x : 0.0) - log1p(exp(-fabs(x))))
+
+/* softplus(x) = max(x, 0) + log1p(exp(-|x|)) */
+ELEMENTWISE(fly_vsoftplus, x, (x > 0 ? x : 0.0) + log1p(exp(-fabs(x))))
+
+ELEMENTWISE(fly_vexpm1, x, expm1(x))
+
+ELEMENTWISE(fly_vlog1p, x, log1p(x))
+
+/* log(e^g - 1) = g + log(1 - e^-g); for large g the log's argument is near
+ * 1 and its absolute error stays an ulp, all a sum of log densities needs
+ * (the scalar fly_log_ltilde keeps relative accuracy with a log1p branch,
+ * which would cost a second vector call here). */
+ELEMENTWISE(fly_vlog_ltilde, g, g > 0 ? g + log(-expm1(-g)) : -INFINITY)

@@ -11,6 +11,10 @@
  * gaps stay consistent (eps in the bounds is ~4500 ulp).  Without libmvec
  * the same loops call scalar libm.
  *
+ * A value's result does not depend on its position in the array or on n
+ * (every element goes through the same vector code), so one row evaluated
+ * alone and inside a block get the same bits.
+ *
  * No function allocates; in and out may be the same array.
  */
 #ifndef FLY_VMATH_H
@@ -20,6 +24,12 @@
 
 /* out[i] = log sigma(s[i]) = -log(1 + exp(-s[i])), accurate for all s. */
 void fly_vlogsig(const double *s, double *out, size_t n);
+
+/* out[i] = log(1 + exp(x[i])), accurate for all x. */
+void fly_vsoftplus(const double *x, double *out, size_t n);
+
+/* out[i] = log(1 + x[i]), accurate for small |x|. */
+void fly_vlog1p(const double *x, double *out, size_t n);
 
 /* out[i] = exp(x[i]) - 1, accurate for small |x| (+inf past ~709.78). */
 void fly_vexpm1(const double *x, double *out, size_t n);

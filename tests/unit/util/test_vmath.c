@@ -132,10 +132,72 @@ static void test_expm1(void)
   free(o);
 }
 
+static long double ref_softplus(long double x)
+{
+  return x > 0 ? x + log1pl(expl(-x)) : log1pl(expl(x));
+}
+
+static void test_log1p_softplus(void)
+{
+  fly_rng r;
+  fly_rng_seed(&r, 7, 0);
+  enum { N = 1007 };
+  double *x = malloc(N * sizeof *x), *o = malloc(N * sizeof *o);
+  static const double f1[] = { 0.0, 5e-324, -5e-324, 1e-300, 1e-20, -1e-20,
+                               -0.5, -0.999999, 1.0, 1e10, 1e300 };
+  fill(&r, f1, sizeof f1 / sizeof f1[0], 6, 0, x, N);
+  for( size_t i = 1; i < N; i += 3 )                /* some in (-1, 0) */
+    if( i >= sizeof f1 / sizeof f1[0] ) x[i] = -x[i] / (1 + x[i]);
+  fly_vlog1p(x, o, N);
+  double worst = worst_rel(x, o, N, log1pl, 1e-300L, INFINITY);
+  TAP_OK(worst <= 1e-14, "log1p: relative error %.3g over %d values in (-1, 1e300]",
+         worst, N);
+  static const double f2[] = { 0.0, -0.0, 1e-300, -1e-300, 36.0, -36.0, 700.0,
+                               -700.0, 746.0, -746.0, 1e300, -1e300 };
+  fill(&r, f2, sizeof f2 / sizeof f2[0], 12, 1, x, N);
+  fly_vsoftplus(x, o, N);
+  worst = worst_rel(x, o, N, ref_softplus, 1e-290L, INFINITY);
+  TAP_OK(worst <= 1e-14, "softplus: relative error %.3g over %d values "
+         "(|x| to 1e300)", worst, N);
+  free(x);
+  free(o);
+}
+
+/* A value's result must not depend on where it sits in the array or on the
+ * array's length: the chain evaluates a row alone and inside a page. */
+typedef void (*vfun)(const double *, double *, size_t);
+static void test_position(void)
+{
+  static const struct { const char *name; vfun f; } fs[] = {
+    { "logsig", fly_vlogsig }, { "softplus", fly_vsoftplus },
+    { "expm1", fly_vexpm1 }, { "log1p", fly_vlog1p },
+    { "log_ltilde", fly_vlog_ltilde } };
+  fly_rng r;
+  fly_rng_seed(&r, 8, 0);
+  enum { N = 13 };
+  double x[N], whole[N], part[N];
+  for( size_t i = 0; i < N; i++ ) x[i] = 0.3 + 4 * fly_rng_uniform(&r);
+  for( size_t k = 0; k < sizeof fs / sizeof fs[0]; k++ ){
+    int same = 1;
+    fs[k].f(x, whole, N);
+    for( size_t i = 0; i < N; i++ ){           /* alone */
+      fs[k].f(x + i, part + i, 1);
+      same &= memcmp(part + i, whole + i, sizeof *part) == 0;
+    }
+    for( size_t off = 1; off < 5; off++ ){       /* shifted, shorter */
+      fs[k].f(x + off, part, N - off);
+      same &= memcmp(part, whole + off, (N - off) * sizeof *part) == 0;
+    }
+    TAP_OK(same, "%s: same bits alone, shifted and in a block of %d", fs[k].name, N);
+  }
+}
+
 int main(void)
 {
   test_logsig();
   test_ltilde();
   test_expm1();
+  test_log1p_softplus();
+  test_position();
   return tap_done();
 }
