@@ -350,7 +350,7 @@ static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
 static fly_rc brighten(fly_chain *c, int64_t row, const double *x,
                        const float *xi, double gap, fly_err *err)
 {
-  if( c->nc ) c->m->type->coef(c->m, xi, 1, c->tcoef);
+  if( c->nc ) c->m->type->coef(c->m, x, c->W, xi, 1, c->tcoef);
   return fly_bright_add(&c->br, row, x, xi, c->nc ? c->tcoef : NULL, gap, err);
 }
 
@@ -953,7 +953,7 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
       c->br.xi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
     c->br.gap[i] = c->cgap[i];
   }
-  if( c->nc ) c->m->type->coef(c->m, c->br.xi, B, c->br.coef);
+  if( c->nc ) c->m->type->coef(c->m, c->br.X, c->W, c->br.xi, B, c->br.coef);
 done:
   fly_free(rows);
   return rc;

@@ -204,9 +204,12 @@ static size_t n_coef(const fly_model *m) { (void)m; return 2; }
 
 #define JJ_CHUNK 64     /* rows of coefficients per pair of vector calls */
 
-static void coef(const fly_model *m, const float *xi, size_t n, double *cf)
+static void coef(const fly_model *m, const double *X, size_t ldx,
+                 const float *xi, size_t n, double *cf)
 {
   (void)m;
+  (void)X;
+  (void)ldx;
   double x[JJ_CHUNK], em[JJ_CHUNK], lp[JJ_CHUNK];
   for( size_t o = 0; o < n; o += JJ_CHUNK ){
     size_t k = n - o < JJ_CHUNK ? n - o : JJ_CHUNK;
@@ -237,9 +240,7 @@ static void eval(const fly_model *m, const double *th, const double *X,
                  size_t ldx, const float *xi, size_t n, double *logL,
                  double *logB, double *work)
 {
-  double *cf = logB ? work + n : NULL;
-  if( cf ) coef(m, xi, n, cf);
-  eval_coef(m, th, X, ldx, cf, n, logL, logB, work);
+  fly_model_eval_xi(m, th, X, ldx, xi, n, logL, logB, work, n);
 }
 
 static void grad_coef(const fly_model *m, const double *th, const double *X,
@@ -263,9 +264,7 @@ static void grad(const fly_model *m, const double *th, const double *X,
                  size_t ldx, const float *xi, size_t n, const double *wL,
                  const double *wB, double *g, double *work)
 {
-  double *cf = wB ? work + n : NULL;
-  if( cf ) coef(m, xi, n, cf);
-  grad_coef(m, th, X, ldx, cf, n, wL, wB, g, work);
+  fly_model_grad_xi(m, th, X, ldx, xi, n, wL, wB, g, work, n);
 }
 
 static void neg_hess(const fly_model *m, const double *th, const double *X,
@@ -315,7 +314,7 @@ static void moments_add(const fly_model *m, const double *X, size_t ldx,
   double *S = mom, *mu = mom + D * D, *C = mom + D * D + D;
   double *v = work, *R = work + n, *W = work + n + n * D, *cf = W + D * D;
   double csum = 0;
-  coef(m, xi, n, cf);
+  coef(m, X, ldx, xi, n, cf);
   for( size_t i = 0; i < n; i++ ){
     double a = cf[2 * i], c = cf[2 * i + 1];
     csum += c;

@@ -73,6 +73,24 @@ double fly_p_bright(double gap)
   return -expm1(-gap);
 }
 
+void fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
+                       size_t ldx, const float *xi, size_t n, double *logL,
+                       double *logB, double *work, size_t off)
+{
+  double *cf = logB ? work + off : NULL;
+  if( cf ) m->type->coef(m, X, ldx, xi, n, cf);
+  m->type->eval_coef(m, th, X, ldx, cf, n, logL, logB, work);
+}
+
+void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
+                       size_t ldx, const float *xi, size_t n, const double *wL,
+                       const double *wB, double *g, double *work, size_t off)
+{
+  double *cf = wB ? work + off : NULL;
+  if( cf ) m->type->coef(m, X, ldx, xi, n, cf);
+  m->type->grad_coef(m, th, X, ldx, cf, n, wL, wB, g, work);
+}
+
 double fly_model_radius(const fly_model *m, const double *th,
                         const double *th_map, const double *H, double *work)
 {

@@ -71,13 +71,15 @@ struct fly_model_type {
                  const double *wB, double *g, double *work);
 
   /* Optional (all four NULL: none): per-row bound coefficients, n_coef(m)
-   * doubles a row, computed from the stored xi by coef().  The chain keeps
-   * them for its bright rows, so a theta step evaluates log B without
-   * recomputing them from xi (for logistic a tanh, an exp and a log1p a row
-   * at every step).  eval_coef and grad_coef take the coefficients where
-   * eval and grad take xi and give the same bits. */
+   * doubles a row, computed by coef() from the stored xi and the rows X (a
+   * coefficient may depend on the row's target, e.g. softmax's class).  The
+   * chain keeps them for its bright rows, so a theta step evaluates log B
+   * without recomputing them (logistic: an expm1 and a log1p a row;
+   * softmax: K exps and a log) at every step.  eval_coef and grad_coef take
+   * the coefficients where eval and grad take xi and give the same bits. */
   size_t (*n_coef)(const fly_model *m);
-  void   (*coef)(const fly_model *m, const float *xi, size_t n, double *coef);
+  void   (*coef)(const fly_model *m, const double *X, size_t ldx,
+                 const float *xi, size_t n, double *coef);
   void   (*eval_coef)(const fly_model *m, const double *th, const double *X,
                       size_t ldx, const double *coef, size_t n, double *logL,
                       double *logB, double *work);
@@ -130,6 +132,16 @@ struct fly_model_type {
 double fly_model_log_prior(const fly_model *m, const double *th, double *grad);
 /* H += -hess log p(th) (the Laplace prior adds nothing: 0 almost everywhere). */
 void   fly_model_prior_neg_hess(const fly_model *m, double *H);
+
+/* eval / grad with xi of a model with bound coefficients: coef() into
+ * work + off (off: the part of work eval_coef / grad_coef use themselves),
+ * then eval_coef / grad_coef, so both paths give the same bits. */
+void   fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
+                         size_t ldx, const float *xi, size_t n, double *logL,
+                         double *logB, double *work, size_t off);
+void   fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
+                         size_t ldx, const float *xi, size_t n, const double *wL,
+                         const double *wB, double *g, double *work, size_t off);
 
 /* radius() of models whose parameters are one D-vector (logistic, robust):
  * sqrt((th - th_map)' H (th - th_map)) with H D x D, row-major. */

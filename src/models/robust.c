@@ -100,13 +100,15 @@
  *
  * Costs: eval/grad/xi_at one dgemv over the block (n D) plus O(n);
  * neg_hess and moments_add one dsyrk (n D^2); bound_sum O(D^2).  Nothing
- * allocates; work_len(m, n) = n D + n + D^2 doubles.
+ * allocates; work_len(m, n) = n D + 3n + D^2 doubles.
  */
 #include "model.h"
 
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+
+#include "util/vmath.h"
 
 #define EPS_REL 1e-12   /* eps relative to the magnitude of the terms */
 #define KAPPA   1e-3    /* relative slack in the thinning bound, see above */
@@ -118,7 +120,7 @@ static size_t n_xi(const fly_model *m) { (void)m; return 1; }
 
 static size_t work_len(const fly_model *m, size_t n)
 {
-  return n * m->D + n + m->D * m->D;
+  return n * m->D + 3 * n + m->D * m->D;
 }
 
 /* log Gamma(z + 1/2) - log Gamma(z) for z > 0, without lgamma (whose signgam
@@ -195,43 +197,64 @@ static fly_rc check_target(const fly_model *m, double y, int64_t row,
                   (long long)row + 1, y);
 }
 
-static void eval(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, double *logL,
-                 double *logB, double *work)
+/* Bound coefficients: (a, c) of each row's tangent (n_coef = 2). */
+static size_t n_coef(const fly_model *m) { (void)m; return 2; }
+
+static void coef(const fly_model *m, const double *X, size_t ldx,
+                 const float *xi, size_t n, double *cf)
+{
+  (void)X;
+  (void)ldx;
+  double K = lnorm(m);
+  for( size_t i = 0; i < n; i++ ) tangent(m, K, xi[i], &cf[2 * i], &cf[2 * i + 1], NULL);
+}
+
+static void eval_coef(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *cf, size_t n, double *logL,
+                      double *logB, double *work)
 {
   if( n == 0 ) return;
   double K = lnorm(m), h = 0.5 * (m->nu + 1);
   resid(m, th, X, ldx, n, work);
+  for( size_t i = 0; i < n; i++ ) logL[i] = work[i] * work[i] / m->nu;
+  fly_vlog1p(logL, logL, n);                    /* log1p(r^2/nu), vectorised */
   for( size_t i = 0; i < n; i++ ){
     double r2 = work[i] * work[i];
-    logL[i] = K - h * log1p(r2 / m->nu);
-    if( logB ){
-      double a, c;
-      tangent(m, K, xi[i], &a, &c, NULL);
-      logB[i] = K + (a * r2 + c);
-    }
+    logL[i] = K - h * logL[i];
+    if( logB ) logB[i] = K + (cf[2 * i] * r2 + cf[2 * i + 1]);
   }
+}
+
+/* eval and grad with xi: the coefficients go to work + n (work_len's 2n). */
+static void eval(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, double *logL,
+                 double *logB, double *work)
+{
+  fly_model_eval_xi(m, th, X, ldx, xi, n, logL, logB, work, n);
+}
+
+static void grad_coef(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *cf, size_t n, const double *wL,
+                      const double *wB, double *g, double *work)
+{
+  if( n == 0 || m->D == 0 ) return;
+  double nu = m->nu;
+  resid(m, th, X, ldx, n, work);
+  for( size_t i = 0; i < n; i++ ){
+    double r = work[i], k = 0;
+    if( wL ) k -= wL[i] * (nu + 1) * r / (nu + r * r);  /* d log L/dr */
+    if( wB && wB[i] != 0 ) k += wB[i] * 2.0 * cf[2 * i] * r;  /* d log B/dr */
+    work[i] = -k / m->scale;                            /* dr/dth = -x/sigma */
+  }
+  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
+              work, 1, 1.0, g, 1);
 }
 
 static void grad(const fly_model *m, const double *th, const double *X,
                  size_t ldx, const float *xi, size_t n, const double *wL,
                  const double *wB, double *g, double *work)
 {
-  if( n == 0 || m->D == 0 ) return;
-  double K = lnorm(m), nu = m->nu;
-  resid(m, th, X, ldx, n, work);
-  for( size_t i = 0; i < n; i++ ){
-    double r = work[i], k = 0;
-    if( wL ) k -= wL[i] * (nu + 1) * r / (nu + r * r);  /* d log L/dr */
-    if( wB && wB[i] != 0 ){
-      double a, c;
-      tangent(m, K, xi[i], &a, &c, NULL);
-      k += wB[i] * 2.0 * a * r;                         /* d log B/dr */
-    }
-    work[i] = -k / m->scale;                            /* dr/dth = -x/sigma */
-  }
-  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
-              work, 1, 1.0, g, 1);
+  fly_model_grad_xi(m, th, X, ldx, xi, n, wL, wB, g, work, n);
 }
 
 static void neg_hess(const fly_model *m, const double *th, const double *X,
@@ -352,6 +375,10 @@ const fly_model_type fly_model_robust = {
   .check_target  = check_target,
   .eval          = eval,
   .grad          = grad,
+  .n_coef        = n_coef,
+  .coef          = coef,
+  .eval_coef     = eval_coef,
+  .grad_coef     = grad_coef,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,

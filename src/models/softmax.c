@@ -87,7 +87,7 @@
  * neg_hess K dsyrk + K(K-1)/2 dgemm (n K^2 D^2 / 2) plus O(n K^2);
  * moments_add one dsyrk and one dgemm (n D^2 + n K D); bound_sum
  * O(K D^2); radius O(K D^2).  Nothing allocates; work_len(m, n) =
- * n K + n K D + (K D)^2 + D doubles.
+ * n K + n K D + (K D)^2 + D + n (2K + 2) doubles.
  */
 #include "model.h"
 
@@ -105,7 +105,7 @@ static size_t n_xi(const fly_model *m) { return m->K; }
 static size_t work_len(const fly_model *m, size_t n)
 {
   size_t KD = m->K * m->D;
-  return n * m->K + n * KD + KD * KD + m->D;
+  return n * m->K + n * KD + KD * KD + m->D + n * (2 * m->K + 2);
 }
 
 static double psi_of(float x)
@@ -213,19 +213,43 @@ static fly_rc check_target(const fly_model *m, double y, int64_t row,
                   "0..%zu", (long long)row + 1, y, m->K ? m->K - 1 : 0);
 }
 
-/* wbar = mean_k w_k, w_k = (s_k - s_y) - v_k. */
-static double w_mean(const brow *b, const double *s, double sy)
+/* Bound coefficients of a row, n_coef = 2K + 2 doubles: v_k = psi_k - psi_y
+ * (K), p_k = softmax(psi)_k (K), lv = lse(v), eps: the row's brow, spelled
+ * out, so eval with xi (coef, then eval_coef) and eval_coef on kept
+ * coefficients give the same bits, and a bright row costs no exp of its
+ * own beyond log L's. */
+static size_t n_coef(const fly_model *m) { return 2 * m->K + 2; }
+
+static void coef(const fly_model *m, const double *X, size_t ldx,
+                 const float *xi, size_t n, double *cf)
 {
-  double t = 0;
-  for( size_t k = 0; k < b->K; k++ ) t += (s[k] - sy) - v_of(b, k);
-  return t / (double)b->K;
+  const size_t K = m->K, nc = 2 * K + 2;
+  for( size_t i = 0; i < n; i++ ){
+    brow b;
+    double *r = cf + i * nc;
+    brow_init(&b, xi + i * K, K, cls(m, X, ldx, i));
+    for( size_t k = 0; k < K; k++ ){
+      r[k] = v_of(&b, k);
+      r[K + k] = p_of(&b, k);
+    }
+    r[2 * K] = b.lv;
+    r[2 * K + 1] = b.eps;
+  }
 }
 
-static void eval(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, double *logL,
-                 double *logB, double *work)
+/* wbar = mean_k w_k, w_k = (s_k - s_y) - v_k. */
+static double w_mean(const double *v, size_t K, const double *s, double sy)
 {
-  const size_t K = m->K;
+  double t = 0;
+  for( size_t k = 0; k < K; k++ ) t += (s[k] - sy) - v[k];
+  return t / (double)K;
+}
+
+static void eval_coef(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *cf, size_t n, double *logL,
+                      double *logB, double *work)
+{
+  const size_t K = m->K, nc = 2 * K + 2;
   if( n == 0 || K == 0 ) return;
   lin(m, th, X, ldx, n, work);
   for( size_t i = 0; i < n; i++ ){
@@ -234,24 +258,31 @@ static void eval(const fly_model *m, const double *th, const double *X,
     double sy = s[y];
     logL[i] = -lse_rel(s, K, sy);
     if( logB ){
-      brow b;
-      brow_init(&b, xi + i * K, K, y);
-      double wbar = w_mean(&b, s, sy), pw = 0, q = 0;
+      const double *r = cf + i * nc;            /* v, p, lv, eps */
+      double wbar = w_mean(r, K, s, sy), pw = 0, q = 0;
       for( size_t k = 0; k < K; k++ ){
-        double w = (s[k] - sy) - v_of(&b, k);
-        pw += p_of(&b, k) * w;
+        double w = (s[k] - sy) - r[k];
+        pw += r[K + k] * w;
         q += (w - wbar) * (w - wbar);
       }
-      logB[i] = -b.lv - pw - 0.25 * q - b.eps;
+      logB[i] = -r[2 * K] - pw - 0.25 * q - r[2 * K + 1];
     }
   }
 }
 
-static void grad(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, const double *wL,
-                 const double *wB, double *g, double *work)
+/* eval and grad with xi: the coefficients go to work + n K. */
+static void eval(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, double *logL,
+                 double *logB, double *work)
 {
-  const size_t K = m->K;
+  fly_model_eval_xi(m, th, X, ldx, xi, n, logL, logB, work, n * m->K);
+}
+
+static void grad_coef(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, const double *cf, size_t n, const double *wL,
+                      const double *wB, double *g, double *work)
+{
+  const size_t K = m->K, nc = 2 * K + 2;
   if( n == 0 || K == 0 || m->D == 0 ) return;
   lin(m, th, X, ldx, n, work);
   for( size_t i = 0; i < n; i++ ){
@@ -259,17 +290,14 @@ static void grad(const fly_model *m, const double *th, const double *X,
     size_t y = cls(m, X, ldx, i);
     double sy = s[y], lu = lse_rel(s, K, sy), wbar = 0;
     double aL = wL ? wL[i] : 0, aB = wB ? wB[i] : 0;
-    brow b = { NULL, 0, 0, 0, 0, 0 };
-    if( aB != 0 ){
-      brow_init(&b, xi + i * K, K, y);
-      wbar = w_mean(&b, s, sy);
-    }
+    const double *r = aB != 0 ? cf + i * nc : NULL;   /* v, p, lv, eps */
+    if( r ) wbar = w_mean(r, K, s, sy);
     for( size_t k = 0; k < K; k++ ){
       double u = s[k] - sy, gk = 0, ey = k == y ? 1.0 : 0.0;
       if( aL != 0 ) gk += aL * (ey - exp(u - lu));          /* d log L/ds_k */
-      if( aB != 0 ){
-        double w = u - v_of(&b, k);
-        gk += aB * (ey - p_of(&b, k) - 0.5 * (w - wbar));   /* d log B/ds_k */
+      if( r ){
+        double w = u - r[k];
+        gk += aB * (ey - r[K + k] - 0.5 * (w - wbar));       /* d log B/ds_k */
       }
       s[k] = gk;
     }
@@ -277,6 +305,13 @@ static void grad(const fly_model *m, const double *th, const double *X,
   /* g (K x D) += Gamma' X_D: ds_k/dth_k = x */
   cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)m->D,
               (int)n, 1.0, work, (int)K, X, (int)ldx, 1.0, g, (int)m->D);
+}
+
+static void grad(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const float *xi, size_t n, const double *wL,
+                 const double *wB, double *g, double *work)
+{
+  fly_model_grad_xi(m, th, X, ldx, xi, n, wL, wB, g, work, n * m->K);
 }
 
 /* -hess log L_i = (diag(p) - pp') (x) x x'.  The diagonal blocks carry
@@ -460,6 +495,10 @@ const fly_model_type fly_model_softmax = {
   .check_target  = check_target,
   .eval          = eval,
   .grad          = grad,
+  .n_coef        = n_coef,
+  .coef          = coef,
+  .eval_coef     = eval_coef,
+  .grad_coef     = grad_coef,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,

@@ -23,6 +23,7 @@
 #include "store/db.h"
 #include "store/pages.h"
 #include "store/pagewriter.h"
+#include "coef_check.h"
 #include "tap.h"
 #include "store_fixture.h"
 #include "tune/tune.h"
@@ -852,11 +853,40 @@ done:
   free(X); free(lL); free(lB); free(key); free(xi); free(work);
 }
 
+/* Kept coefficients (the tangent's a, c) give the same bits as eval / grad
+ * with xi, with and without logB / wB. */
+static void test_coef(void)
+{
+  enum { D = 4 };
+  fly_model m = mk(D, 4.0, 0.7);
+  fly_rng r;
+  fly_rng_seed(&r, 41, 0);
+  size_t N = 300;
+  TAP_OK(m.type->coef && m.type->n_coef(&m) == 2, "robust has bound coefficients (2 a row)");
+  double *X = data(&r, N, D, 1.5, 0.7);
+  float *xi = malloc(N * sizeof *xi);
+  double *wL = malloc(N * sizeof *wL), *wB = malloc(N * sizeof *wB);
+  int bad = 0;
+  for( int rep = 0; rep < 10; rep++ ){
+    double th[D];
+    for( int j = 0; j < D; j++ ) th[j] = 2 * fly_rng_normal(&r);
+    for( size_t i = 0; i < N; i++ ){
+      xi[i] = rand_xi(&r);
+      wL[i] = fly_rng_normal(&r);
+      wB[i] = rep % 3 ? fly_rng_normal(&r) : 0.0;
+    }
+    bad |= coef_mismatch(&m, th, X, D + 2, xi, N, wL, wB);
+  }
+  TAP_OK(bad == 0, "eval_coef/grad_coef == eval/grad bit for bit (mismatch mask %d)", bad);
+  free(X); free(xi); free(wL); free(wB);
+}
+
 int main(void)
 {
   test_norm();
   test_bound_le();
   test_grad();
+  test_coef();
   test_collapsed();
   test_gap_bound();
   test_target();

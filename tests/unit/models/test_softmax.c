@@ -22,6 +22,7 @@
 #include "store/db.h"
 #include "store/pages.h"
 #include "store/pagewriter.h"
+#include "coef_check.h"
 #include "tap.h"
 #include "store_fixture.h"
 #include "tune/tune.h"
@@ -1060,6 +1061,37 @@ static void test_tune(void)
   unlink(path);
 }
 
+/* Kept coefficients (v, p, lv, eps of each row; they depend on the row's
+ * class) give the same bits as eval / grad with psi, for every class and
+ * with and without logB / wB. */
+static void test_coef(size_t K)
+{
+  enum { D = 4 };
+  fly_model m = mk(K, D);
+  fly_rng r;
+  fly_rng_seed(&r, 31, K);
+  size_t N = 300, P = K * D;
+  TAP_OK(m.type->coef && m.type->n_coef(&m) == 2 * K + 2,
+         "K=%zu: softmax has bound coefficients (2K + 2 a row)", K);
+  double *X = data(&r, N, K, D, 1.5);
+  float *xi = malloc(N * K * sizeof *xi);
+  double *wL = malloc(N * sizeof *wL), *wB = malloc(N * sizeof *wB);
+  double th[MAXP];
+  int bad = 0;
+  for( int rep = 0; rep < 10; rep++ ){
+    for( size_t j = 0; j < P; j++ ) th[j] = 2 * fly_rng_normal(&r);
+    for( size_t i = 0; i < N; i++ ){
+      rand_psi(&r, K, xi + i * K);
+      wL[i] = fly_rng_normal(&r);
+      wB[i] = rep % 3 ? fly_rng_normal(&r) : 0.0;
+    }
+    bad |= coef_mismatch(&m, th, X, D + 2, xi, N, wL, wB);
+  }
+  TAP_OK(bad == 0, "K=%zu: eval_coef/grad_coef == eval/grad bit for bit "
+         "(mismatch mask %d)", K, bad);
+  free(X); free(xi); free(wL); free(wB);
+}
+
 int main(void)
 {
   test_bound_le();
@@ -1067,6 +1099,7 @@ int main(void)
     test_grad(K);
     test_collapsed(K);
     test_gap_bound(K);
+    test_coef(K);
   }
   test_target();
   test_vs_logistic();
