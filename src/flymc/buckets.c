@@ -171,6 +171,19 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
     if( b->xi_lo ){ b->xi_lo[i] = INFINITY; b->xi_hi[i] = 0; }
   }
   rc = scan(&s, 2, b, fill, err);
+  if( rc == FLY_OK && b->xi_lo && m->type->box_prep ){
+    b->nbox = m->type->n_box(m);
+    if( b->nbox > FLY_BOX_MAX ){
+      rc = fly_fail(err, FLY_MISUSE, "%zu box constants, at most %d", b->nbox, FLY_BOX_MAX);
+      goto done;
+    }
+    if( !(b->box = fly_alloc_array(b->nb, b->nbox * sizeof *b->box)) ){
+      rc = fly_fail(err, FLY_NOMEM, "box bounds of %zu buckets", b->nb);
+      goto done;
+    }
+    for(size_t i = 0; i < b->nb; i++)
+      m->type->box_prep(m, b->xi_lo[i], b->xi_hi[i], b->key[i], b->box + i * b->nbox);
+  }
 done:
   fly_free(s.page);
   fly_free(s.cell);
@@ -187,7 +200,8 @@ double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
    * plain bound expects at least CAND_MIN candidates in the bucket. */
   double n = (double)(b->start[i + 1] - b->start[i]);
   if( b->xi_lo && m->type->gap_upper_box && n * u >= CAND_MIN ){
-    double v = m->type->gap_upper_box(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
+    double v = b->box ? m->type->gap_upper_boxc(m, b->box + i * b->nbox, r)
+             : m->type->gap_upper_box(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
     if( v < u ) u = v;                 /* both are bounds: the smaller one is */
   }
   return u;
@@ -201,6 +215,7 @@ void fly_buckets_free(fly_buckets *b)
   fly_free(b->key);
   fly_free(b->xi_lo);
   fly_free(b->xi_hi);
+  fly_free(b->box);
   fly_free(b->xi);
   memset(b, 0, sizeof *b);
 }

@@ -34,6 +34,8 @@ typedef struct fly_buckets {
   double   *key;     /* nb: the largest key of each bucket */
   double   *xi_lo;   /* nb: smallest |xi| of each bucket, or NULL (keys only) */
   double   *xi_hi;   /* nb: largest |xi| (+inf if some |xi| is not finite) */
+  size_t    nbox;    /* the model's n_box, or 0 */
+  double   *box;     /* nb * nbox: each bucket's box_prep constants, or NULL */
   size_t    nxi;     /* bound parameters a row: the model's n_xi */
   float    *xi;      /* N * nxi: row n's parameters at xi[n * nxi] */
 } fly_buckets;
@@ -45,6 +47,8 @@ typedef struct fly_buckets {
  * negative or not finite (bounds not MAP-tuned). */
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
                          fly_err *err);
+/* The build keeps each bucket's box_prep constants when the model has them,
+ * so a refresh's box bounds cost the r-dependent part only. */
 
 /* An upper bound on gap_n(th) for every row n of bucket i, where r is
  * type->radius(th, theta_map, key_prec): type->gap_upper(key_i, r), or the

@@ -366,25 +366,53 @@ static double gap_upper(const fly_model *m, double key, double r)
 /* l(v) = log(2 cosh(v/2)) for v >= 0 */
 static double lcosh(double v) { return 0.5 * v + log1p(exp(-v)); }
 
+/* The box bound's bucket constants (see gap_upper_box):
+ * [0] (1+k) sqrt(key/|a(xi_hi)|), or +inf when the box says nothing,
+ * [1] df(xi_hi), [2] g = 2|a(xi_lo)|, [3] xi_hi, [4] l(xi_hi),
+ * [5] tanh(xi_hi/2)/2, [6] E_b. */
+enum { BOX_SK, BOX_DF, BOX_G, BOX_XI, BOX_L, BOX_TH, BOX_EB, BOX_N };
+
+static size_t n_box(const fly_model *m) { (void)m; return BOX_N; }
+
+static void box_prep(const fly_model *m, double xi_lo, double xi_hi,
+                     double key, double *c)
+{
+  (void)m;
+  for( size_t k = 0; k < BOX_N; k++ ) c[k] = 0;
+  c[BOX_SK] = INFINITY;
+  if( !(xi_lo >= 0) || !(xi_hi >= xi_lo) || !(xi_hi <= XI_MAX) ||
+      !(key >= 0) || !isfinite(key) )
+    return;
+  double alo, ahi, cc;
+  jj((float)xi_lo, &alo, &cc, NULL);
+  jj((float)xi_hi, &ahi, &cc, NULL);
+  c[BOX_SK] = (1.0 + KAPPA) * sqrt(key / fabs(ahi));
+  c[BOX_DF] = 0x1.0p-23 * xi_hi + 0x1.0p-149;
+  c[BOX_G] = 2.0 * fabs(alo);
+  c[BOX_XI] = xi_hi;
+  c[BOX_L] = lcosh(xi_hi);
+  c[BOX_TH] = 0.5 * tanh(0.5 * xi_hi);
+  c[BOX_EB] = EPS_REL * (1.0 + 2.0 * fabs(ahi) * xi_hi * xi_hi + xi_hi + softplus(xi_hi));
+}
+
+static double gap_upper_boxc(const fly_model *m, const double *c, double r)
+{
+  (void)m;
+  if( !(r >= 0) || !isfinite(r) || !isfinite(c[BOX_SK]) ) return INFINITY;
+  double rho = c[BOX_SK] * r + c[BOX_DF], g = c[BOX_G], xi_hi = c[BOX_XI];
+  if( !isfinite(rho) ) return INFINITY;
+  double phi = 0.5 * g * rho * rho
+             - (lcosh(xi_hi + rho) - c[BOX_L] - rho * c[BOX_TH]);
+  double u = phi + 2.0 * c[BOX_EB] + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
+  return u > 0 ? u : 0.0;
+}
+
 static double gap_upper_box(const fly_model *m, double xi_lo, double xi_hi,
                             double key, double r)
 {
-  (void)m;
-  if( !(xi_lo >= 0) || !(xi_hi >= xi_lo) || !(xi_hi <= XI_MAX) ||
-      !(key >= 0) || !(r >= 0) || !isfinite(key) || !isfinite(r) )
-    return INFINITY;
-  double alo, ahi, c;
-  jj((float)xi_lo, &alo, &c, NULL);
-  jj((float)xi_hi, &ahi, &c, NULL);
-  double g = 2.0 * fabs(alo);
-  double df = 0x1.0p-23 * xi_hi + 0x1.0p-149;
-  double rho = (1.0 + KAPPA) * sqrt(key / fabs(ahi)) * r + df;
-  if( !isfinite(rho) ) return INFINITY;
-  double phi = 0.5 * g * rho * rho
-             - (lcosh(xi_hi + rho) - lcosh(xi_hi) - 0.5 * rho * tanh(0.5 * xi_hi));
-  double eb = EPS_REL * (1.0 + 2.0 * fabs(ahi) * xi_hi * xi_hi + xi_hi + softplus(xi_hi));
-  double u = phi + 2.0 * eb + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
-  return u > 0 ? u : 0.0;
+  double c[BOX_N];
+  box_prep(m, xi_lo, xi_hi, key, c);
+  return gap_upper_boxc(m, c, r);
 }
 
 const fly_model_type fly_model_logistic = {
@@ -408,5 +436,8 @@ const fly_model_type fly_model_logistic = {
   .gap_key       = gap_key,
   .gap_upper     = gap_upper,
   .gap_upper_box = gap_upper_box,
+  .n_box         = n_box,
+  .box_prep      = box_prep,
+  .gap_upper_boxc = gap_upper_boxc,
   .radius        = fly_model_radius,
 };

@@ -26,6 +26,8 @@
 
 typedef struct fly_model_type fly_model_type;
 
+#define FLY_BOX_MAX 8   /* bucket constants of a box bound (n_box) */
+
 typedef enum { FLY_PRIOR_NORMAL = 0, FLY_PRIOR_LAPLACE = 1 } fly_prior;
 
 typedef struct fly_model {
@@ -122,6 +124,15 @@ struct fly_model_type {
    * say more (e.g. xi_hi not finite). */
   double (*gap_upper_box)(const fly_model *m, double xi_lo, double xi_hi,
                           double key, double r);
+  /* Optional, with gap_upper_box: its part that depends on the bucket only
+   * (box_prep: n_box doubles, at most FLY_BOX_MAX, computed once when the
+   * buckets are built) and the bound from it at r (gap_upper_boxc).
+   * gap_upper_box(lo, hi, key, r) == gap_upper_boxc(box_prep(lo, hi, key), r)
+   * bit for bit. */
+  size_t (*n_box)(const fly_model *m);
+  void   (*box_prep)(const fly_model *m, double xi_lo, double xi_hi,
+                     double key, double *box);
+  double (*gap_upper_boxc)(const fly_model *m, const double *box, double r);
   /* r for the thinning bound: ||th - th_map|| in the metric H = P^-1
    * (for softmax the sum over class rows). */
   double (*radius)(const fly_model *m, const double *th, const double *th_map,
