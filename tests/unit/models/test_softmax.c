@@ -196,8 +196,12 @@ static void test_bound_le(void)
            "logB-logL %.3g)", K, n, worst);
     TAP_OK(tightbad == 0, "K=%zu: tight at s = psi and s = psi + t1: 0 < gap "
            "~ eps (worst %.3g)", K, worst_tight);
-    TAP_OK(far == 0, "K=%zu: log L, log B match the long-double reference "
-           "(worst rel %.3g)", K, worst_ref);
+    if( tap_long_double_exact() )
+      TAP_OK(far == 0, "K=%zu: log L, log B match the long-double reference "
+             "(worst rel %.3g)", K, worst_ref);
+    else
+      TAP_SKIP("K=%zu: long double is only double precision here (valgrind): "
+               "no long-double reference (worst rel %.3g)", K, worst_ref);
   }
 
   /* random D = 4 data, random theta and psi */
