@@ -235,14 +235,6 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
     }
 }
 
-/* eval and grad with xi: the coefficients go to work + n (work_len's 2n). */
-static void eval(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, double *logL,
-                 double *logB, double *work)
-{
-  fly_model_eval_xi(m, th, X, ldx, xi, n, logL, logB, work, n);
-}
-
 static void grad_coef(const fly_model *m, const double *th, const double *X,
                       size_t ldx, const double *cf, size_t n, const double *wL,
                       const double *wB, double *g, double *work)
@@ -258,13 +250,6 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
   }
   cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
               work, 1, 1.0, g, 1);
-}
-
-static void grad(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, const double *wL,
-                 const double *wB, double *g, double *work)
-{
-  fly_model_grad_xi(m, th, X, ldx, xi, n, wL, wB, g, work, n);
 }
 
 static void neg_hess(const fly_model *m, const double *th, const double *X,
@@ -421,8 +406,8 @@ const fly_model_type fly_model_logistic = {
   .n_xi          = n_xi,
   .work_len      = work_len,
   .check_target  = check_target,
-  .eval          = eval,
-  .grad          = grad,
+  .eval          = fly_model_eval_xi,
+  .grad          = fly_model_grad_xi,
   .n_coef        = n_coef,
   .coef          = coef,
   .eval_coef     = eval_coef,

@@ -58,35 +58,33 @@ const fly_model_type *fly_model_find(const char *name)
   return NULL;
 }
 
-double fly_log_ltilde(double gap)
-{
-  if( gap <= 0 ) return -INFINITY;
-  /* log(1 - e^-g): Maechler's log1mexp split at ln 2 keeps full relative
-   * accuracy on both sides (expm1 for small g, log1p for large). */
-  double l = gap < 0.6931471805599453 ? log(-expm1(-gap)) : log1p(-exp(-gap));
-  return gap + l;
-}
-
 double fly_p_bright(double gap)
 {
   if( gap <= 0 ) return 0.0;
   return -expm1(-gap);
 }
 
+/* The part of work eval_coef / grad_coef use themselves: one double per row
+ * and class (K is 1, or left 0, for single-output models). */
+static size_t coef_off(const fly_model *m, size_t n)
+{
+  return n * (m->K > 1 ? m->K : 1);
+}
+
 void fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
                        size_t ldx, const float *xi, size_t n, double *logL,
-                       double *logB, double *work, size_t off)
+                       double *logB, double *work)
 {
-  double *cf = logB ? work + off : NULL;
+  double *cf = logB ? work + coef_off(m, n) : NULL;
   if( cf ) m->type->coef(m, X, ldx, xi, n, cf);
   m->type->eval_coef(m, th, X, ldx, cf, n, logL, logB, work);
 }
 
 void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
                        size_t ldx, const float *xi, size_t n, const double *wL,
-                       const double *wB, double *g, double *work, size_t off)
+                       const double *wB, double *g, double *work)
 {
-  double *cf = wB ? work + off : NULL;
+  double *cf = wB ? work + coef_off(m, n) : NULL;
   if( cf ) m->type->coef(m, X, ldx, xi, n, cf);
   m->type->grad_coef(m, th, X, ldx, cf, n, wL, wB, g, work);
 }

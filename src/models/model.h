@@ -144,15 +144,17 @@ double fly_model_log_prior(const fly_model *m, const double *th, double *grad);
 /* H += -hess log p(th) (the Laplace prior adds nothing: 0 almost everywhere). */
 void   fly_model_prior_neg_hess(const fly_model *m, double *H);
 
-/* eval / grad with xi of a model with bound coefficients: coef() into
- * work + off (off: the part of work eval_coef / grad_coef use themselves),
- * then eval_coef / grad_coef, so both paths give the same bits. */
+/* eval / grad with xi of every model with bound coefficients (the types
+ * point .eval / .grad here): coef() into work + n max(K, 1), then eval_coef /
+ * grad_coef, so both paths give the same bits.  So eval_coef / grad_coef
+ * may use the first n max(K, 1) doubles of work themselves, and work_len(n)
+ * must leave room for n n_coef more after them. */
 void   fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
                          size_t ldx, const float *xi, size_t n, double *logL,
-                         double *logB, double *work, size_t off);
+                         double *logB, double *work);
 void   fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
                          size_t ldx, const float *xi, size_t n, const double *wL,
-                         const double *wB, double *g, double *work, size_t off);
+                         const double *wB, double *g, double *work);
 
 /* radius() of models whose parameters are one D-vector (logistic, robust):
  * sqrt((th - th_map)' H (th - th_map)) with H D x D, row-major. */
@@ -166,9 +168,9 @@ extern const fly_model_type fly_model_logistic;
 extern const fly_model_type fly_model_softmax;
 extern const fly_model_type fly_model_robust;
 
-/* log(exp(x) - 1) style helpers used by every model and the chain:
- * log Ltilde = gap + log(-expm1(-gap)); p(z=1) = -expm1(-gap). */
-double fly_log_ltilde(double gap);
+/* p(z = 1 | theta) = 1 - B/L = -expm1(-gap) for gap = log L - log B >= 0
+ * (0 for gap <= 0).  log Ltilde = log(e^gap - 1), its companion, is summed
+ * over the bright rows in vector form: fly_vlog_ltilde (util/vmath.h). */
 double fly_p_bright(double gap);
 
 #endif

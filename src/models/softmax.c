@@ -270,14 +270,6 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
   }
 }
 
-/* eval and grad with xi: the coefficients go to work + n K. */
-static void eval(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, double *logL,
-                 double *logB, double *work)
-{
-  fly_model_eval_xi(m, th, X, ldx, xi, n, logL, logB, work, n * m->K);
-}
-
 static void grad_coef(const fly_model *m, const double *th, const double *X,
                       size_t ldx, const double *cf, size_t n, const double *wL,
                       const double *wB, double *g, double *work)
@@ -305,13 +297,6 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
   /* g (K x D) += Gamma' X_D: ds_k/dth_k = x */
   cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)m->D,
               (int)n, 1.0, work, (int)K, X, (int)ldx, 1.0, g, (int)m->D);
-}
-
-static void grad(const fly_model *m, const double *th, const double *X,
-                 size_t ldx, const float *xi, size_t n, const double *wL,
-                 const double *wB, double *g, double *work)
-{
-  fly_model_grad_xi(m, th, X, ldx, xi, n, wL, wB, g, work, n * m->K);
 }
 
 /* -hess log L_i = (diag(p) - pp') (x) x x'.  The diagonal blocks carry
@@ -493,8 +478,8 @@ const fly_model_type fly_model_softmax = {
   .n_xi          = n_xi,
   .work_len      = work_len,
   .check_target  = check_target,
-  .eval          = eval,
-  .grad          = grad,
+  .eval          = fly_model_eval_xi,
+  .grad          = fly_model_grad_xi,
   .n_coef        = n_coef,
   .coef          = coef,
   .eval_coef     = eval_coef,

@@ -73,6 +73,6 @@ ELEMENTWISE(fly_vlog1p, x, log1p(x))
 
 /* log(e^g - 1) = g + log(1 - e^-g); for large g the log's argument is near
  * 1 and its absolute error stays an ulp, all a sum of log densities needs
- * (the scalar fly_log_ltilde keeps relative accuracy with a log1p branch,
- * which would cost a second vector call here). */
+ * (relative accuracy there would need a log1p(-e^-g) branch: a second vector
+ * call).  This is flydb's one definition of log Ltilde. */
 ELEMENTWISE(fly_vlog_ltilde, g, g > 0 ? g + log(-expm1(-g)) : -INFINITY)

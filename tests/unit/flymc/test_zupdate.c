@@ -272,7 +272,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
     if( zm == FLY_Z_GIBBS ) r[n].lam = 0;
     else if( zm == FLY_Z_EXPLICIT ) r[n].lam = pow(1 - 1.0 / N_ROWS, kexp);
     else{
-      double lt = exp(fly_log_ltilde(gap));
+      double lt = expm1(fmax(gap, 0));     /* Ltilde = e^gap - 1 */
       double a = fmin(zp, lt), b = lt > 0 ? fmin(1, zp / lt) : 1;
       r[n].lam = 1 - a - b;
     }

@@ -24,6 +24,7 @@
 #include "store/pages.h"
 #include "store/pagewriter.h"
 #include "coef_check.h"
+#include "fd_sums.h"
 #include "tap.h"
 #include "store_fixture.h"
 #include "tune/tune.h"
@@ -236,35 +237,6 @@ static void test_bound_le(void)
   m5.type->eval(&m5, th, X, 7, NULL, 3, lL, NULL, w);
   TAP_OK(isfinite(lL[2]), "eval with xi NULL and logB NULL (MAP search)");
   free(X); free(xi); free(lL); free(lB); free(w);
-}
-
-static double wsum(const fly_model *m, const double *th, const double *X,
-                   const float *xi, size_t n, const double *wL, const double *wB,
-                   double *lL, double *lB, double *w)
-{
-  m->type->eval(m, th, X, m->D + 2, xi, n, lL, lB, w);
-  double s = 0;
-  for( size_t i = 0; i < n; i++ ) s += (wL ? wL[i] * lL[i] : 0) + (wB ? wB[i] * lB[i] : 0);
-  return s;
-}
-
-static double ltsum(const fly_model *m, const double *th, const double *X,
-                    const float *xi, size_t n, double *lL, double *lB, double *w)
-{
-  m->type->eval(m, th, X, m->D + 2, xi, n, lL, lB, w);
-  double s = 0;
-  for( size_t i = 0; i < n; i++ ) s += fly_log_ltilde(lL[i] - lB[i]);
-  return s;
-}
-
-static double relerr(const double *a, const double *b, size_t n)
-{
-  double num = 0, den = 0;
-  for( size_t i = 0; i < n; i++ ){
-    num = fmax(num, fabs(a[i] - b[i]));
-    den = fmax(den, fabs(b[i]));
-  }
-  return num / (1e-8 + den);
 }
 
 static void test_grad(void)

@@ -106,6 +106,17 @@ static void test_ltilde(void)
   TAP_OK(os[0] == -INFINITY && os[1] == -INFINITY && os[2] == -INFINITY &&
          os[3] == -INFINITY, "log Ltilde = -inf for gaps 0, -0, -1, -inf");
   TAP_OK(os[4] == INFINITY, "log Ltilde(+inf) = +inf");
+  /* log(expm1(g)) to 25 digits (mpmath, 40-digit working precision), and
+   * log Ltilde(ln 2) = 0 */
+  static const double gk[6] = { 1e-300, 1e-10, 1, 50, 800, 0.6931471805599453 };
+  static const double want[6] = { -690.7755278982137052053974, -23.0258509298904568401795,
+                                  0.5413248546129181089783564, 49.99999999999999999999981,
+                                  800.0, 0.0 };
+  double ok[6];
+  fly_vlog_ltilde(gk, ok, 6);
+  for( int i = 0; i < 6; i++ )
+    TAP_OK(fabs(ok[i] - want[i]) <= 4e-16 * fmax(1, fabs(want[i])),
+           "log Ltilde(%.17g) = %.17g", gk[i], ok[i]);
   free(g);
   free(o);
 }
