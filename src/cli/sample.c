@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "flymc/buckets.h"
+#include "flymc/sketch.h"
 #include "flymc/chain.h"
 #include "models/model.h"
 #include "modelopt.h"
@@ -48,6 +49,7 @@ typedef struct sample_cfg {
   fly_kernel  kernel;
   int64_t     n_leap, theta_steps;
   int         fixed_bounds, isotropic, init_map, quiet, profile;
+  int         sketch;       /* -1 auto, 0 off, 1 on; resolved in run_sample */
 } sample_cfg;
 
 typedef struct job {
@@ -168,6 +170,10 @@ static fly_opt sample_opts_tmpl[] = {
                                "of RAM shared by the chains, at least 256)", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
+  { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 13 bytes a row that bound each row's "
+                             "linear predictor, so most thinned candidates are rejected "
+                             "without a read (default on for logistic and robust; the "
+                             "draws are the same either way)", 0, 0 },
   { "full-logpost-every", FLY_OPT_VALUE, "every K iterations store the exact full-data "
                                          "log posterior (a full scan; off by default)", 0, 0 },
   { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
@@ -221,6 +227,12 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
     return fly_fail(err, FLY_MISUSE, "--full-logpost-every must be a multiple of --thin "
                     "(only kept iterations are stored)");
   if( (rc = fly_args_real(a, "scan-frac", 0.25, 0.0, 1e9, &sc->scan_frac, err)) ) return rc;
+  const char *sk = fly_args_str(a, "sketch", NULL);
+  sc->sketch = -1;
+  if( sk && strcmp(sk, "on") == 0 ) sc->sketch = 1;
+  else if( sk && strcmp(sk, "off") == 0 ) sc->sketch = 0;
+  else if( sk )
+    return fly_fail(err, FLY_MISUSE, "--sketch: '%s' is not on or off", sk);
   int64_t seed;
   if( (rc = fly_args_int(a, "seed", -1, 0, INT64_MAX, &seed, err)) ) return rc;
   /* a drawn seed is kept below 2^62 so it prints and stores as given */
@@ -335,6 +347,7 @@ static void resolved(const sample_cfg *sc, const char *name, char *buf, size_t n
   else if( !strcmp(name, "init") ) snprintf(buf, n, "%s", sc->init_map ? "map" : "laplace");
   else if( !strcmp(name, "cache-mb") ) snprintf(buf, n, "%lld", (long long)sc->cache_mb);
   else if( !strcmp(name, "scan-frac") ) snprintf(buf, n, "%.17g", sc->scan_frac);
+  else if( !strcmp(name, "sketch") ) snprintf(buf, n, "%s", sc->sketch > 0 ? "on" : "off");
   else if( !strcmp(name, "checkpoint-every") ) snprintf(buf, n, "%lld", (long long)sc->ckpt_every);
   else if( !strcmp(name, "full-logpost-every") ) snprintf(buf, n, "%lld", (long long)sc->full_every);
   else if( !strcmp(name, "quiet") ) snprintf(buf, n, "%d", sc->quiet);
@@ -612,6 +625,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
   fly_db *db = NULL;
   fly_bounds *bd = NULL;
   fly_buckets bk = {0};
+  fly_sketch sk = {0};
   double *Xall = NULL;
   job *jobs = NULL;
   pthread_t *th = NULL;
@@ -641,6 +655,16 @@ static int run_sample(fly_args *a, int64_t resume_id)
     goto done;
   }
   m = sc.m;
+  /* --sketch on where it cannot apply is a usage error; by default a
+   * sketch is kept wherever it applies */
+  if( sc.sketch == 1 && !(sc.z == FLY_Z_GIBBS && fly_sketch_fits(&m)) ){
+    fprintf(stderr, "flydb sample: --sketch on is for --z gibbs with a model whose "
+            "parameters are one vector (logistic, robust); this run is %s with %s\n",
+            fly_zmode_name(sc.z), m.type->name);
+    fly_db_close(db);
+    return 2;
+  }
+  sc.sketch = sc.sketch != 0 && sc.z == FLY_Z_GIBBS && fly_sketch_fits(&m);
   /* WAL only now: a usage error above leaves the file untouched */
   if( (rc = fly_db_wal(db, &err)) ) goto done;
 
@@ -674,6 +698,15 @@ static int run_sample(fly_args *a, int64_t resume_id)
     fly_pages_close(bp);
     if( rc ) goto done;
   }
+  if( sc.sketch ){
+    fly_pages *dp = NULL;
+    if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err)) ) goto done;
+    int began = fly_db_read_begin(db);   /* one scan of the data pages */
+    rc = fly_sketch_build(dp, &m, bd->key_prec, &sk, &err);
+    fly_db_read_end(db, began);
+    fly_pages_close(dp);
+    if( rc ) goto done;
+  }
   if( sc.z == FLY_Z_REGULAR && (rc = load_all(db, ds, &sh, &Xall, &err)) ) goto done;
 
   memset(&cc, 0, sizeof cc);
@@ -682,6 +715,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
   cc.m = &m;
   cc.bounds = bd;
   cc.buckets = sc.z == FLY_Z_GIBBS ? &bk : NULL;
+  cc.sketch = sc.sketch ? &sk : NULL;
   cc.Xall = Xall;
   cc.N = sh.n_rows;
   cc.W = (size_t)sh.width;
@@ -805,6 +839,7 @@ out:
   fly_free(th);
   fly_free(Xall);
   fly_buckets_free(&bk);
+  fly_sketch_free(&sk);
   fly_bounds_free(bd);
   fly_db_close(db);
   return rc ? 1 : 0;

@@ -207,6 +207,15 @@ double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
   return u;
 }
 
+double fly_buckets_row_upper(const fly_buckets *b, size_t i,
+                             const fly_model *m, const float *xi_row,
+                             double rho)
+{
+  if( b->box && m->type->gap_upper_rhoc )
+    return m->type->gap_upper_rhoc(m, b->box + i * b->nbox, rho);
+  return fly_model_gap_upper_rho(m, xi_row, rho);
+}
+
 void fly_buckets_free(fly_buckets *b)
 {
   if( !b ) return;

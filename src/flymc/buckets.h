@@ -56,6 +56,13 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
  * The chain thins with 1 - exp(-this). */
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, double r);
+/* An upper bound on gap_n(th) for row n (bound parameters xi_row) of
+ * bucket i, given rho >= |x_n'(th - th_map)| (flymc/sketch.h): the model's
+ * gap_upper_rhoc on the bucket's box constants when it has one (a few
+ * flops and two transcendentals), else fly_model_gap_upper_rho. */
+double fly_buckets_row_upper(const fly_buckets *b, size_t i,
+                             const fly_model *m, const float *xi_row,
+                             double rho);
 void   fly_buckets_free(fly_buckets *b);
 
 #endif

@@ -35,7 +35,12 @@
  *    MAP|| in the Laplace metric; the bucket's key and xi range bound every
  *    row's gap), a candidate is read (its xi comes from the bucket
  *    index, so only its data page is fetched) and accepted with
- *    p_n/pbar_b.  Exact Gibbs for every row at every iteration.  When the
+ *    p_n/pbar_b.  With a sketch (sketch.h) a candidate is first kept with
+ *    p_hat_n/pbar_b, p_n <= p_hat_n from its in-memory sketch, and only
+ *    kept ones are read: one uniform u per candidate decides both
+ *    (kept iff u pbar < p_hat, bright iff u pbar < p_n), so the draws are
+ *    the same with or without a sketch; only the reads differ.
+ *    Exact Gibbs for every row at every iteration.  When the
  *    expected number of candidates exceeds scan_frac N, a sequential scan
  *    is cheaper: every dark row is read and drawn exactly.
  *
@@ -93,9 +98,12 @@ struct fly_chain {
   /* candidates */
   int64_t   *cid;
   double    *cX, *cB, *cgap, *cpbar;
+  double    *cu, *cph;        /* gibbs: each candidate's uniform and bound */
+  uint32_t  *cbk;             /* gibbs: each candidate's bucket */
   float     *cxi;
   size_t     c_cap;
   double    *pbar;            /* gibbs: thinning probability of each bucket */
+  double    *skw;             /* gibbs with a sketch: w = L'(th - th_map) */
   /* counters of the current iteration */
   int64_t    n_lik, n_reads, n_cand, n_viol;
   int        scanned;
@@ -170,6 +178,9 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
   GROW(c->cB, c->bw);
   GROW(c->cgap, 1);
   GROW(c->cpbar, 1);
+  GROW(c->cu, 1);
+  GROW(c->cbk, 1);
+  GROW(c->cph, 1);
   GROW(c->cxi, c->nxi);
 #undef GROW
   if( !ok ) return fly_fail(err, FLY_NOMEM, "candidate buffers (%zu rows)", cap);
@@ -417,14 +428,51 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
 }
 
 static fly_rc add_cand(fly_chain *c, size_t *k, int64_t row, double pbar,
-                       fly_err *err)
+                       size_t bucket, fly_err *err)
 {
   fly_rc rc = cand_reserve(c, *k + 1, err);
   if( rc ) return rc;
   c->cid[*k] = row;
   c->cpbar[*k] = pbar;
+  c->cbk[*k] = (uint32_t)bucket;
   (*k)++;
   return FLY_OK;
+}
+
+/* Draw each of the k candidates' uniform u (in candidate order, so the
+ * stream does not depend on the sketch) and, with a sketch, keep only those
+ * with u pbar < p_hat (the others would be rejected whatever their row
+ * holds); *k becomes the number kept, compacted in order.  cph[j] is the
+ * bound the kept candidate's p must respect (n_viol otherwise). */
+static void keep_candidates(fly_chain *c, size_t *k)
+{
+  const fly_sketch *sk = c->cfg->sketch;
+  const fly_buckets *bk = c->cfg->buckets;
+  double w1 = 0, wperp = 0;
+  size_t kept = 0;
+  if( sk && *k ){
+    for(size_t j = 0; j < *k; j++) fly_sketch_prefetch(sk, c->cid[j]);
+    fly_sketch_prep(sk, c->th, c->cfg->bounds->theta_map, c->skw, &w1, &wperp);
+  }
+  for(size_t j = 0; j < *k; j++){
+    double u = fly_rng_uniform(&c->rng), ph = c->cpbar[j];
+    if( sk ){
+      int64_t row = c->cid[j];
+      double rho = fly_sketch_rho(sk, row, c->skw, w1, wperp);
+      double g = fly_buckets_row_upper(bk, c->cbk[j], c->m,
+                                       bk->xi + (size_t)row * c->nxi, rho);
+      double q = -expm1(-g);
+      if( q < ph ) ph = q;
+      if( !(u * c->cpbar[j] < ph) ) continue;    /* rejected without a read */
+    }
+    c->cid[kept] = c->cid[j];
+    c->cpbar[kept] = c->cpbar[j];
+    c->cbk[kept] = c->cbk[j];
+    c->cu[kept] = u;
+    c->cph[kept] = ph;
+    kept++;
+  }
+  *k = kept;
 }
 
 static fly_rc z_gibbs(fly_chain *c, fly_err *err)
@@ -454,7 +502,7 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
     if( pb >= 1 ){
       for(int64_t i = 0; i < nb; i++){
         int64_t row = bk->perm[s + i];
-        if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, 1.0, err)) )
+        if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, 1.0, b, err)) )
           return rc;
       }
       continue;
@@ -462,7 +510,7 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
     uint64_t i = fly_rng_geometric(&c->rng, pb);
     while( i < (uint64_t)nb ){
       int64_t row = bk->perm[s + (int64_t)i];
-      if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, pb, err)) )
+      if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, pb, b, err)) )
         return rc;
       uint64_t g = fly_rng_geometric(&c->rng, pb);
       if( g >= (uint64_t)nb ) break;
@@ -470,11 +518,12 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
     }
   }
   c->n_cand += (int64_t)k;
+  keep_candidates(c, &k);
   if( (rc = read_candidates(c, k, err)) ) return rc;
   for(size_t j = 0; j < k; j++){
     double p = fly_p_bright(c->cgap[j]);
-    if( p > c->cpbar[j] * (1 + 1e-12) ) c->n_viol++;
-    if( fly_rng_uniform(&c->rng) * c->cpbar[j] < p )
+    if( p > c->cph[j] * (1 + 1e-12) ) c->n_viol++;
+    if( c->cu[j] * c->cpbar[j] < p )
       if( (rc = brighten(c, c->cid[j], c->cX + j * c->W, c->cxi + j * c->nxi,
                          c->cgap[j], err)) ) return rc;
   }
@@ -497,7 +546,7 @@ static fly_rc z_implicit(fly_chain *c, fly_err *err)
   uint64_t i = fly_rng_geometric(&c->rng, q);
   while( i < (uint64_t)N ){
     if( !fly_zset_is_bright(c->br.z, (int64_t)i) &&
-        (rc = add_cand(c, &k, (int64_t)i, q, err)) ) return rc;
+        (rc = add_cand(c, &k, (int64_t)i, q, 0, err)) ) return rc;
     uint64_t g = fly_rng_geometric(&c->rng, q);
     if( g >= (uint64_t)N ) break;
     i += 1 + g;
@@ -634,8 +683,16 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     }
   }
   if( cfg->z == FLY_Z_GIBBS &&
-      !(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ){
+      (!(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ||
+       (cfg->sketch && !(c->skw = fly_alloc_array(cfg->sketch->D + 1, sizeof *c->skw)))) ){
     rc = fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", cfg->buckets->nb);
+    goto done;
+  }
+  if( cfg->sketch && (cfg->z != FLY_Z_GIBBS || cfg->sketch->D != cfg->m->D ||
+                      cfg->sketch->N != cfg->N) ){
+    rc = fly_fail(err, FLY_MISUSE, "a sketch of %lld rows x %zu features for a "
+                  "%s chain of %lld rows x %zu", (long long)cfg->sketch->N,
+                  cfg->sketch->D, fly_zmode_name(cfg->z), (long long)cfg->N, cfg->m->D);
     goto done;
   }
   c->th = fly_alloc_array(c->P, sizeof *c->th);
@@ -691,6 +748,10 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->cB);
   fly_free(c->cgap);
   fly_free(c->cpbar);
+  fly_free(c->cu);
+  fly_free(c->cbk);
+  fly_free(c->cph);
+  fly_free(c->skw);
   fly_free(c->cxi);
   fly_free(c->tcoef);
   fly_free(c->pbar);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "flymc/buckets.h"
+#include "flymc/sketch.h"
 #include "models/model.h"
 #include "tune/tune.h"
 #include "util/err.h"
@@ -50,6 +51,7 @@ typedef struct fly_chain_cfg {
   const fly_model   *m;
   const fly_bounds  *bounds;     /* MAP, Laplace, moments (bounds unused if regular) */
   const fly_buckets *buckets;    /* FLY_Z_GIBBS only */
+  const fly_sketch  *sketch;     /* FLY_Z_GIBBS: per-row second-stage bounds, or NULL */
   const double      *Xall;       /* regular: all rows in memory (N x W), or NULL
                                     to stream pages */
   int64_t            N;

@@ -380,16 +380,32 @@ static void box_prep(const fly_model *m, double xi_lo, double xi_hi,
   c[BOX_EB] = EPS_REL * (1.0 + 2.0 * fabs(ahi) * xi_hi * xi_hi + xi_hi + softplus(xi_hi));
 }
 
-static double gap_upper_boxc(const fly_model *m, const double *c, double r)
+/* Phi(rho') + slack of the box with constants c at rho' >= |Delta|. */
+static double box_phi(const double *c, double rho)
 {
-  (void)m;
-  if( !(r >= 0) || !isfinite(r) || !isfinite(c[BOX_SK]) ) return INFINITY;
-  double rho = c[BOX_SK] * r + c[BOX_DF], g = c[BOX_G], xi_hi = c[BOX_XI];
+  double g = c[BOX_G], xi_hi = c[BOX_XI];
   if( !isfinite(rho) ) return INFINITY;
   double phi = 0.5 * g * rho * rho
              - (lcosh(xi_hi + rho) - c[BOX_L] - rho * c[BOX_TH]);
   double u = phi + 2.0 * c[BOX_EB] + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
   return u > 0 ? u : 0.0;
+}
+
+static double gap_upper_boxc(const fly_model *m, const double *c, double r)
+{
+  (void)m;
+  if( !(r >= 0) || !isfinite(r) || !isfinite(c[BOX_SK]) ) return INFINITY;
+  return box_phi(c, c[BOX_SK] * r + c[BOX_DF]);
+}
+
+/* A row of the bucket with |s - s_map| <= rho: rho' = (1+k) rho + df(xi_hi)
+ * in place of (1+k) xnorm r + df (the (1+k) absorbing rounding in rho as in
+ * r and xnorm); the rest of the box argument is unchanged. */
+static double gap_upper_rhoc(const fly_model *m, const double *c, double rho)
+{
+  (void)m;
+  if( !(rho >= 0) || !isfinite(c[BOX_SK]) ) return INFINITY;
+  return box_phi(c, (1.0 + KAPPA) * rho + c[BOX_DF]);
 }
 
 static double gap_upper_box(const fly_model *m, double xi_lo, double xi_hi,
@@ -424,5 +440,6 @@ const fly_model_type fly_model_logistic = {
   .n_box         = n_box,
   .box_prep      = box_prep,
   .gap_upper_boxc = gap_upper_boxc,
+  .gap_upper_rhoc = gap_upper_rhoc,
   .radius        = fly_model_radius,
 };

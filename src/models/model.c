@@ -71,6 +71,21 @@ static size_t coef_off(const fly_model *m, size_t n)
   return n * (m->K > 1 ? m->K : 1);
 }
 
+double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
+                               double rho)
+{
+  if( !(rho < INFINITY) ) return INFINITY;
+  double key = m->type->gap_key(m, xi_row, rho);
+  double u = m->type->gap_upper(m, key, 1.0);
+  if( m->type->gap_upper_box ){
+    double v = fabs((double)xi_row[0]);
+    if( !isfinite(v) ) v = INFINITY;   /* as the buckets take it */
+    double b = m->type->gap_upper_box(m, v, v, key, 1.0);
+    if( b < u ) u = b;                 /* both are bounds */
+  }
+  return u;
+}
+
 void fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
                        size_t ldx, const float *xi, size_t n, double *logL,
                        double *logB, double *work)

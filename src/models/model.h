@@ -114,7 +114,11 @@ struct fly_model_type {
   /* Thinning bound.  key(xi_row, xnorm) is a per-row number such that, for
    * every th, gap_i(th) <= gap_upper(key_i, r) where
    * r = ||th - th_map||_{P^-1} and xnorm = ||x_i||_P; gap_upper is
-   * increasing in key, so a bucket may use its largest key. */
+   * increasing in key, so a bucket may use its largest key.  The proofs use
+   * xnorm and r only through |x_i'(th - th_map)| <= xnorm r, so also
+   * gap_i(th) <= gap_upper(key(xi_row, rho), 1) for every th with
+   * |x_i'(th - th_map)| <= rho (fly_model_gap_upper_rho; one D-vector of
+   * parameters). */
   double (*gap_key)(const fly_model *m, const float *xi_row, double xnorm);
   double (*gap_upper)(const fly_model *m, double key, double r);
   /* Optional (NULL: none), a tighter bound for a group of rows: for every
@@ -133,6 +137,10 @@ struct fly_model_type {
   void   (*box_prep)(const fly_model *m, double xi_lo, double xi_hi,
                      double key, double *box);
   double (*gap_upper_boxc)(const fly_model *m, const double *box, double r);
+  /* Optional, with box_prep: a bound for every row of the box's bucket
+   * whose |x_i'(th - th_map)| <= rho (a per-row rho, flymc/sketch.h);
+   * increasing in rho.  Without it fly_model_gap_upper_rho serves. */
+  double (*gap_upper_rhoc)(const fly_model *m, const double *box, double rho);
   /* r for the thinning bound: ||th - th_map|| in the metric H = P^-1
    * (for softmax the sum over class rows). */
   double (*radius)(const fly_model *m, const double *th, const double *th_map,
@@ -155,6 +163,13 @@ void   fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
 void   fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
                          size_t ldx, const float *xi, size_t n, const double *wL,
                          const double *wB, double *g, double *work);
+
+/* An upper bound on gap_i(th) for one row with bound parameters xi_row,
+ * given rho >= |x_i'(th - th_map)| (models with one D-vector of parameters):
+ * gap_upper(gap_key(xi_row, rho), 1), or the smaller gap_upper_box over the
+ * row's own |xi| when the model has one.  +inf when rho is. */
+double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
+                               double rho);
 
 /* radius() of models whose parameters are one D-vector (logistic, robust):
  * sqrt((th - th_map)' H (th - th_map)) with H D x D, row-major. */

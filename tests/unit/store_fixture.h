@@ -9,6 +9,8 @@
 #define FLY_STORE_FIXTURE_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "store/codec.h"
 #include "store/db.h"
@@ -58,6 +60,17 @@ done:
   sqlite3_finalize(st);
   fly_pagewriter_free(w);
   return ok;
+}
+
+/* Remove a test's database file and its WAL companions. */
+static inline void fx_unlink_db(const char *path)
+{
+  char p2[300];
+  unlink(path);
+  snprintf(p2, sizeof p2, "%s-wal", path);
+  unlink(p2);
+  snprintf(p2, sizeof p2, "%s-shm", path);
+  unlink(p2);
 }
 
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "flymc/buckets.h"
+#include "flymc/sketch.h"
 #include "flymc/chain.h"
 #include "models/model.h"
 #include "store/db.h"
@@ -112,6 +113,7 @@ int main(void)
   fly_tune_opts o;
   fly_bounds *bd = NULL;
   fly_buckets bk = {0};
+  fly_sketch sk = {0};
   int64_t ds = 0, bs = -1;
   fly_rc rc;
 
@@ -129,11 +131,18 @@ int main(void)
   rc = fly_tune_get(db, ds, &m, &o, &bs, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, &m, &bd, &err);
   if( rc == FLY_OK ) rc = fx_buckets(db, bs, &m, &bk, &err);
-  if( !TAP_OK(rc == FLY_OK, "MAP bounds and buckets (%s)", err.msg) ) goto out;
+  if( rc == FLY_OK ){
+    fly_pages *dp = NULL;
+    rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
+    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &m, bd->key_prec, &sk, &err);
+    fly_pages_close(dp);
+  }
+  if( !TAP_OK(rc == FLY_OK, "MAP bounds, buckets and sketches (%s)", err.msg) ) goto out;
 
   struct { const char *name; fly_zmode z; double zp; } modes[] = {
     { "regular", FLY_Z_REGULAR, 0 }, { "explicit=0.05", FLY_Z_EXPLICIT, 0.05 },
     { "implicit=0.1", FLY_Z_IMPLICIT, 0.1 }, { "gibbs", FLY_Z_GIBBS, 0 },
+    { "gibbs + sketch", FLY_Z_GIBBS, 1 },
   };
   for(int k = FLY_K_MH; k <= FLY_K_HMC; k++)
     for(size_t i = 0; i < sizeof modes / sizeof modes[0]; i++){
@@ -145,11 +154,12 @@ int main(void)
       cfg.m = &m;
       cfg.bounds = bd;
       cfg.buckets = modes[i].z == FLY_Z_GIBBS ? &bk : NULL;
+      cfg.sketch = modes[i].z == FLY_Z_GIBBS && modes[i].zp == 1 ? &sk : NULL;
       cfg.Xall = modes[i].z == FLY_Z_REGULAR ? X : NULL;
       cfg.N = N_ROWS;
       cfg.W = WID;
       cfg.z = modes[i].z;
-      cfg.z_param = modes[i].zp;
+      cfg.z_param = modes[i].z == FLY_Z_GIBBS ? 0 : modes[i].zp;
       cfg.scan_frac = 0.25;
       cfg.kernel = (fly_kernel)k;
       cfg.eps0 = k == FLY_K_SLICE ? 2.0 : k == FLY_K_HMC ? 0.25 : 0.5;
@@ -163,13 +173,9 @@ int main(void)
 
 out:
   fly_buckets_free(&bk);
+  fly_sketch_free(&sk);
   fly_bounds_free(bd);
   fly_db_close(db);
-  unlink(path);
-  {
-    char p2[300];
-    snprintf(p2, sizeof p2, "%s-wal", path); unlink(p2);
-    snprintf(p2, sizeof p2, "%s-shm", path); unlink(p2);
-  }
+  fx_unlink_db(path);
   return tap_done();
 }

@@ -50,6 +50,7 @@
 
 #include "flymc/buckets.h"
 #include "flymc/chain.h"
+#include "flymc/sketch.h"
 #include "models/model.h"
 #include "stats/stats.h"
 #include "store/codec.h"
@@ -218,11 +219,12 @@ typedef struct ctx {
   fly_bounds *bmap, *bfix;
   float xi_map[N_ROWS], xi_fix[N_ROWS];
   fly_buckets bk;
+  fly_sketch sk;
   double *work;
 } ctx;
 
 static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixed,
-                    const double *th, uint64_t seed)
+                    int sketch, const double *th, uint64_t seed)
 {
   const fly_model *m = &cx->m;
   const fly_bounds *bd = fixed ? cx->bfix : cx->bmap;
@@ -244,6 +246,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
   cfg.m = m;
   cfg.bounds = bd;
   cfg.buckets = zm == FLY_Z_GIBBS ? &cx->bk : NULL;
+  cfg.sketch = sketch ? &cx->sk : NULL;
   cfg.N = N_ROWS;
   cfg.W = WID;
   cfg.z = zm;
@@ -280,8 +283,10 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
 
   /* thinning expectations (gibbs) */
   double rad = m->type->radius(m, th, bd->theta_map, bd->key_prec, cx->work);
-  double e_cand = 0, v_cand = 0, expect_all = 0;
-  int bound_ok = 1;
+  double e_cand = 0, v_cand = 0, e_read = 0, v_read = 0, expect_all = 0;
+  int bound_ok = 1, rho_ok = 1, row_ok = 1;
+  double w[D_FEAT + 1], w1 = 0, wperp = 0;
+  if( sketch ) fly_sketch_prep(&cx->sk, th, bd->theta_map, w, &w1, &wperp);
   if( zm == FLY_Z_GIBBS ){
     const fly_buckets *bk = &cx->bk;
     for(size_t b = 0; b < bk->nb; b++){
@@ -289,17 +294,36 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
       expect_all += pb * (double)(bk->start[b + 1] - bk->start[b]);
       for(int64_t i = bk->start[b]; i < bk->start[b + 1]; i++){
         int n = (int)bk->perm[i];
-        double q = (1 - r[n].p) * fmin(pb, 1);
+        double q = (1 - r[n].p) * fmin(pb, 1), qr = q;
         e_cand += q;
         v_cand += q * (1 - q);
         if( r[n].p > pb ) bound_ok = 0;
+        if( sketch ){
+          /* the sketch's rho against x_n'(th - th_map) in long double, and
+           * the row's bound against its exact p_n */
+          long double t = 0;
+          for(int j = 0; j < D_FEAT; j++)
+            t += (long double)cx->X[n * WID + j] * ((long double)th[j] - bd->theta_map[j]);
+          double rho = fly_sketch_rho(&cx->sk, n, w, w1, wperp);
+          double ph = -expm1(-fly_buckets_row_upper(bk, b, m, &xi[n], rho));
+          if( !(fabsl(t) <= rho) ) rho_ok = 0;
+          if( r[n].p > ph ) row_ok = 0;
+          qr = (1 - r[n].p) * fmin(pb, ph);
+        }
+        e_read += qr;
+        v_read += qr * (1 - qr);
       }
     }
     TAP_OK(bound_ok, "%s: p_n <= pbar of its bucket for every row (r = %.3g)", label, rad);
+    if( sketch ){
+      TAP_OK(rho_ok, "%s: |x_n'(th - th_map)| <= the sketch's rho for every row", label);
+      TAP_OK(row_ok, "%s: p_n <= the sketch's row bound for every row", label);
+      fails += !rho_ok + !row_ok;
+    }
   }
 
   int64_t viol = 0, scanned = 0;
-  double cand = 0;
+  double cand = 0, reads = 0;
   for(int k = 0; k < BURN + K_STEPS && rc == FLY_OK; k++){
     rc = fly_chain_zstep(ch, &s, &err);
     if( rc ) break;
@@ -307,6 +331,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
     if( k < BURN ) continue;
     scanned += s.scanned;
     cand += (double)s.n_cand;
+    reads += (double)s.n_reads;
     for(int n = 0; n < N_ROWS; n++) r[n].cnt += fly_chain_is_bright(ch, n);
   }
   TAP_OK(rc == FLY_OK, "%s: %d z steps (%s)", label, BURN + K_STEPS, err.msg);
@@ -326,6 +351,13 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
       double z = (mean - e_cand) / se;
       TAP_OK(fabs(z) <= 5, "%s: mean candidates per step %.4f, expected %.4f "
              "(z = %+.2f, |z| <= 5)", label, mean, e_cand, z);
+      fails += fabs(z) > 5;
+      /* rows read: each dark row with probability min(pbar, p_hat) */
+      mean = reads / K_STEPS;
+      se = sqrt(v_read / K_STEPS);
+      z = se > 0 ? (mean - e_read) / se : (mean == e_read ? 0 : INFINITY);
+      TAP_OK(fabs(z) <= 5, "%s: mean rows read per step %.4f, expected %.4f "
+             "(z = %+.2f, |z| <= 5)", label, mean, e_read, z);
       fails += fabs(z) > 5;
     }
   }
@@ -388,6 +420,12 @@ int main(void)
     fly_pages_close(bp);
     if( !TAP_OK(rc == FLY_OK, "buckets (%zu) of the MAP keys (%s)", cx.bk.nb, err.msg) )
       goto out;
+    fly_pages *dp = NULL;
+    rc = fly_pages_open(cx.db, FLY_TABLE_DATA, cx.ds, 0, &dp, &err);
+    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &cx.m, cx.bmap->key_prec, &cx.sk, &err);
+    fly_pages_close(dp);
+    if( !TAP_OK(rc == FLY_OK && cx.sk.n_none == 0, "sketches of every row (%s)", err.msg) )
+      goto out;
   }
   {
     /* gibbs candidates take their xi from the index: it must be the stored one */
@@ -418,6 +456,9 @@ int main(void)
     { "gibbs, MAP bounds, theta = MAP",        FLY_Z_GIBBS,    0,   0, th0 },
     { "gibbs, MAP bounds, theta at 2 sd",      FLY_Z_GIBBS,    0,   0, th2 },
     { "gibbs, MAP bounds, far theta (scan)",   FLY_Z_GIBBS,    0,   0, thf },
+    { "gibbs + sketch, theta = MAP",           FLY_Z_GIBBS,    1,   0, th0 },
+    { "gibbs + sketch, theta at 2 sd",         FLY_Z_GIBBS,    1,   0, th2 },
+    { "gibbs + sketch, far theta (scan)",      FLY_Z_GIBBS,    1,   0, thf },
     { "implicit=0.1, MAP bounds, theta = MAP", FLY_Z_IMPLICIT, 0.1, 0, th0 },
     { "implicit=0.1, MAP bounds, theta at 2 sd", FLY_Z_IMPLICIT, 0.1, 0, th2 },
     { "explicit=0.2, MAP bounds, theta = MAP", FLY_Z_EXPLICIT, 0.2, 0, th0 },
@@ -430,21 +471,19 @@ int main(void)
   };
   for(size_t i = 0; i < sizeof cases / sizeof cases[0]; i++){
     if( cases[i].th == thf && far == 0 ) continue;
-    run_case(&cx, cases[i].name, cases[i].z, cases[i].zp, cases[i].fixed, cases[i].th,
-             SEED + 1 + i);
+    /* gibbs' z_param is unused: 1 there marks the cases with a sketch */
+    int sk = cases[i].z == FLY_Z_GIBBS && cases[i].zp == 1;
+    run_case(&cx, cases[i].name, cases[i].z, sk ? 0 : cases[i].zp, cases[i].fixed, sk,
+             cases[i].th, SEED + 1 + i);
   }
 
 out:
   fly_buckets_free(&cx.bk);
+  fly_sketch_free(&cx.sk);
   fly_bounds_free(cx.bmap);
   fly_bounds_free(cx.bfix);
   free(cx.work);
   fly_db_close(cx.db);
-  unlink(path);
-  {
-    char p2[300];
-    snprintf(p2, sizeof p2, "%s-wal", path); unlink(p2);
-    snprintf(p2, sizeof p2, "%s-shm", path); unlink(p2);
-  }
+  fx_unlink_db(path);
   return tap_done();
 }

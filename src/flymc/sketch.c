@@ -1,0 +1,188 @@
+/*
+ * sketch.c -- 4-bit whitened-feature sketches for gibbs thinning (see
+ * sketch.h).
+ *
+ * Code of a row (FLY_SKETCH_BYTES = 13 bytes):
+ *   bytes 0..10  coordinate j in the low (j even) or high (j odd) nibble of
+ *                byte j/2, two's complement, q_j in [-7, 7];
+ *   byte 11      scale code e: s = step[e] = 2^((e - 128)/8); 255: no sketch;
+ *   byte 12      residual code c: R = 0 if c = 0, else step[c] >= ||y_{k..D}||.
+ * The scale is the smallest step with max_j |y_j| <= 7 s (at least step[0]),
+ * so rounding y_j / s to the nearest integer is within [-7, 7] and errs by at
+ * most s/2.  A row whose scale or residual would pass step[254] (|y| above
+ * ~3.6e4 Laplace sds) gets no sketch: its rho is +inf and its bucket bound
+ * stands.
+ *
+ * Rounding: y = L^-1 x and w = L'd are computed in double (dtrsm, dtrmv) as
+ * tune.c computes ||x||_P, and rho is a sum of non-negative terms each to a
+ * few ulps; the models' keys carry a relative margin of 1e-3 (KAPPA) for
+ * exactly these errors (logistic.c, robust.c).
+ *
+ * Cost: build O(N D^2) in one sequential scan of the data pages (dtrsm per
+ * page); prep O(D^2) per z step; rho O(k) per candidate, no allocation.
+ */
+#include "flymc/sketch.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "util/lapack.h"
+#include "util/mem.h"
+
+#define NONE 255
+
+int fly_sketch_fits(const fly_model *m)
+{
+  return m->D > 0 && m->type->n_params(m) == m->D;
+}
+
+/* The smallest code c in [lo, 254] with step[c] >= v, or NONE.  frexp
+ * puts v in [2^(e-1), 2^e), i.e. between codes 8(e-1)+128 and 8e+128; a
+ * walk of at most 8 steps finds c. */
+static int code_up(const fly_sketch *s, double v, int lo)
+{
+  if( !(v <= s->step[254]) ) return NONE;        /* also NaN */
+  int e;
+  (void)frexp(v, &e);
+  int c = 8 * (e - 1) + 128;
+  if( c < lo ) c = lo;
+  while( c > lo && s->step[c - 1] >= v ) c--;
+  while( c <= 254 && s->step[c] < v ) c++;
+  return c <= 254 ? c : NONE;
+}
+
+static void encode(const fly_sketch *s, const double *y, uint8_t *out)
+{
+  size_t k = s->k;
+  double mx = 0, r2 = 0;
+  memset(out, 0, FLY_SKETCH_BYTES);
+  for(size_t j = 0; j < k; j++) if( fabs(y[j]) > mx ) mx = fabs(y[j]);
+  for(size_t j = k; j < s->D; j++) r2 += y[j] * y[j];
+  int e = code_up(s, mx / 7.0, 0);
+  int c = r2 > 0 ? code_up(s, sqrt(r2), 1) : 0;
+  if( e == NONE || c == NONE || !isfinite(mx) ){
+    out[11] = NONE;
+    return;
+  }
+  /* q_j = floor(y_j / s + 1/2): v = y_j/s + 8.5 is in [1, 16), where
+   * truncation is floor.  y_j / s is y_j times 1/s to rounding, which the
+   * models' KAPPA margin absorbs like every other rounding in rho. */
+  double inv = s->inv[e];
+  for(size_t j = 0; j < k; j++){
+    double v = y[j] * inv + 8.5;
+    int q = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* rounding only */
+    if( q < -7 ) q = -7;
+    out[j / 2] |= (uint8_t)(j % 2 ? (q & 15) << 4 : (q & 15));
+  }
+  out[11] = (uint8_t)e;
+  out[12] = (uint8_t)c;
+}
+
+fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
+                        const double *key_prec, fly_sketch *s, fly_err *err)
+{
+  const fly_pages_info *in = fly_pages_info_of(data);
+  const size_t D = m->D, pr = (size_t)in->page_rows, W = in->width;
+  double *page = NULL, *Y = NULL;
+  fly_rc rc = FLY_OK;
+
+  memset(s, 0, sizeof *s);
+  if( !fly_sketch_fits(m) || W < D )
+    return fly_fail(err, FLY_MISUSE, "sketch: model %s with %zu features of "
+                    "%zu-value rows", m->type->name, D, W);
+  s->N = in->n_rows;
+  s->D = D;
+  s->k = D < FLY_SKETCH_DIMS ? D : FLY_SKETCH_DIMS;
+  for(int c = 0; c < 256; c++){
+    s->step[c] = exp2((double)(c - 128) / 8.0);
+    s->inv[c] = 1.0 / s->step[c];
+  }
+  s->L = fly_alloc_array(D * D, sizeof *s->L);
+  s->code = fly_alloc_array(s->N ? (size_t)s->N : 1, FLY_SKETCH_BYTES);
+  page = fly_alloc_array(pr ? pr : 1, W * sizeof *page);
+  Y = fly_alloc_array(pr ? pr : 1, D * sizeof *Y);
+  if( !s->L || !s->code || !page || !Y ){
+    rc = fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)s->N);
+    goto done;
+  }
+  memcpy(s->L, key_prec, D * D * sizeof *s->L);
+  int nn = (int)D, info = 0;
+  dpotrf_("U", &nn, s->L, &nn, &info, 1);      /* column-major U = row-major L */
+  if( info ){
+    rc = fly_fail(err, FLY_NUMERIC, "sketch: the thinning metric is not positive "
+                  "definite (LAPACK info %d)", info);
+    goto done;
+  }
+  for(size_t i = 0; i < D; i++)
+    for(size_t j = i + 1; j < D; j++) s->L[i * D + j] = 0;
+
+  int64_t row = 0;
+  for(int64_t pg = 0; pg < in->n_pages; pg++){
+    size_t n = 0;
+    if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
+    for(size_t i = 0; i < n; i++)
+      memcpy(Y + i * D, page + i * W, D * sizeof *Y);
+    /* Y = X_D L^-T: row i is L^-1 x_i */
+    if( n )
+      cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                  CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
+    for(size_t i = 0; i < n; i++, row++){
+      uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
+      encode(s, Y + i * D, o);
+      if( o[11] == NONE ) s->n_none++;
+    }
+  }
+  if( row != s->N )
+    rc = fly_fail(err, FLY_CORRUPT, "sketch: %lld rows in the pages, %lld expected",
+                  (long long)row, (long long)s->N);
+done:
+  fly_free(page);
+  fly_free(Y);
+  if( rc ) fly_sketch_free(s);
+  return rc;
+}
+
+void fly_sketch_prep(const fly_sketch *s, const double *th,
+                     const double *th_map, double *w, double *w1,
+                     double *wperp)
+{
+  const size_t D = s->D;
+  double a = 0, p = 0;
+  for(size_t j = 0; j < D; j++) w[j] = th[j] - th_map[j];
+  w[D] = 0;                                    /* see fly_sketch_rho */
+  cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit, (int)D,
+              s->L, (int)D, w, 1);             /* w = L' d */
+  for(size_t j = 0; j < s->k; j++) a += fabs(w[j]);
+  for(size_t j = s->k; j < D; j++) p += w[j] * w[j];
+  *w1 = a;
+  *wperp = sqrt(p);
+}
+
+double fly_sketch_rho(const fly_sketch *s, int64_t row, const double *w,
+                      double w1, double wperp)
+{
+  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
+  if( o[11] == NONE ) return INFINITY;
+  /* two nibbles a byte; w has room for k rounded up to even (w[D] = 0 when
+   * k = D is odd, and that nibble is 0) */
+  static const double nib[16] = { 0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1 };
+  double t0 = 0, t1 = 0;
+  for(size_t i = 0; i < (s->k + 1) / 2; i++){
+    t0 += nib[o[i] & 15] * w[2 * i];
+    t1 += nib[o[i] >> 4] * w[2 * i + 1];
+  }
+  double t = t0 + t1;
+  double sc = s->step[o[11]];
+  double rho = fabs(t) * sc + 0.5 * sc * w1;
+  if( o[12] ) rho += s->step[o[12]] * wperp;
+  return rho;
+}
+
+void fly_sketch_free(fly_sketch *s)
+{
+  if( !s ) return;
+  fly_free(s->L);
+  fly_free(s->code);
+  memset(s, 0, sizeof *s);
+}

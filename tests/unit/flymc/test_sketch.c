@@ -1,0 +1,223 @@
+/*
+ * test_sketch.c -- the per-row sketches of gibbs thinning (flymc/sketch.h)
+ * bound what they claim to bound, at D above the 22 coordinates they keep.
+ *
+ * Two stores (logistic; robust, nu = 4) of N_ROWS rows with D = 30
+ * (intercept + 29 features of unequal scales, so the whitened rows are not
+ * isotropic), a few rows of all-zero features and one row 10^7 times larger
+ * than the rest, are MAP-tuned; the bucket index and the sketches are built as flydb sample
+ * builds them.  For thetas at Laplace distances 0.5 .. 8 from the MAP (and
+ * along the axes of the metric), every row must satisfy, with t_n =
+ * x_n'(th - th_map) in long double and gap_n from the model's eval:
+ *   |t_n| <= rho_n                         (the sketch's claim),
+ *   gap_n <= fly_buckets_row_upper(rho_n)  (the bucket's box at rho),
+ *   gap_n <= fly_model_gap_upper_rho(rho_n) (the row's own xi),
+ * a row goes without a sketch (rho = +inf) exactly when its whitened
+ * coordinates pass the codes' range (the huge row, for robust; logistic's
+ * MAP curvature along it whitens it down), and rho must be much tighter
+ * than Cauchy-Schwarz ||x_n||_P r: the median of rho_n / (||x_n||_P r)
+ * below 0.6 (for whitened rows with isotropic directions E|t| / (||x|| r)
+ * is about sqrt(2 / (pi D)) = 0.15; the 8 coordinates not kept add about
+ * 8/30 = 0.27 and the 4-bit rounding about 0.1: 0.56 here, against 1 for
+ * Cauchy-Schwarz), or the sketch saves little.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flymc/buckets.h"
+#include "flymc/sketch.h"
+#include "models/model.h"
+#include "store/db.h"
+#include "store/pages.h"
+#include "tap.h"
+#include "store_fixture.h"
+#include "tune/tune.h"
+#include "util/rng.h"
+
+#define N_ROWS 3000
+#define DIM    30
+#define WID    (DIM + 1)
+#define HUGE_ROW 17
+
+static char path[256];
+
+static int cmp_d(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Tune model m on data set ds (rows X), build its buckets and sketches and
+ * check every row at every theta (see the file comment). */
+static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
+                  const double *X, fly_rng *rng)
+{
+  static double xn[N_ROWS], ratio[N_ROWS], logL[N_ROWS], logB[N_ROWS];
+  static float xi[N_ROWS];
+  static uint32_t bucket[N_ROWS];
+  fly_err err = {0};
+  fly_bounds *bd = NULL;
+  fly_buckets bk = {0};
+  fly_sketch sk = {0};
+  fly_pages *bp = NULL, *dp = NULL;
+  double *work = NULL;
+  int64_t id = 0;
+  fly_tune_opts o;
+  fly_rc rc;
+
+  fly_tune_opts_default(&o);
+  o.tuning = "map";
+  rc = fly_tune_get(db, ds, m, &o, &id, &err);
+  if( rc == FLY_OK ) rc = fly_bounds_load(db, id, m, &bd, &err);
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, id, 0, &bp, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, &bk, &err);
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
+  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, bd->key_prec, &sk, &err);
+  if( !TAP_OK(rc == FLY_OK, "%s: MAP bounds, buckets and sketches (%s)", label, err.msg) )
+    goto out;
+  TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM,
+         "%s: k = %zu of D = %zu coordinates kept", label, sk.k, sk.D);
+  /* only a row whose whitened coordinates pass 7 step[254] (or whose
+   * residual passes step[254]) goes without; the huge row does unless the
+   * MAP's curvature along it whitens it down (logistic: sigma' > 0 there) */
+  double ymax = 0, yres = 0;
+  {
+    double y[DIM];
+    for(size_t i = 0; i < DIM; i++){
+      double v = X[HUGE_ROW * WID + i];
+      for(size_t j = 0; j < i; j++) v -= sk.L[i * DIM + j] * y[j];
+      y[i] = v / sk.L[i * DIM + i];
+      if( i < sk.k ) ymax = fmax(ymax, fabs(y[i])); else yres += y[i] * y[i];
+    }
+  }
+  int want_none = ymax / 7 > sk.step[254] || sqrt(yres) > sk.step[254];
+  TAP_OK(sk.n_none == want_none, "%s: %lld rows without a sketch, want %d (the huge "
+         "row's largest whitened coordinate %.3g, residual %.3g)", label,
+         (long long)sk.n_none, want_none, ymax, sqrt(yres));
+  memcpy(xi, bk.xi, sizeof xi);
+  for(size_t b = 0; b < bk.nb; b++)
+    for(int64_t i = bk.start[b]; i < bk.start[b + 1]; i++) bucket[bk.perm[i]] = (uint32_t)b;
+  for(size_t n = 0; n < N_ROWS; n++){          /* ||L^-1 x||: forward substitution */
+    double y[DIM], s2 = 0;
+    for(size_t i = 0; i < DIM; i++){
+      double v = X[n * WID + i];
+      for(size_t j = 0; j < i; j++) v -= sk.L[i * DIM + j] * y[j];
+      y[i] = v / sk.L[i * DIM + i];
+      s2 += y[i] * y[i];
+    }
+    xn[n] = sqrt(s2);
+  }
+
+  work = calloc(m->type->work_len(m, N_ROWS), sizeof *work);
+  double w[DIM + 1], w1, wperp;
+  int64_t bad_rho = 0, bad_row = 0, bad_own = 0, checked = 0;
+  int huge_inf = 1;
+  double worst_med = 0;
+  static const double dist[] = { 0.5, 1, 2, 4, 8 };
+  for(size_t di = 0; di < sizeof dist / sizeof dist[0]; di++){
+    for(int rep = 0; rep < 6; rep++){
+      double u[DIM], th[DIM], un = 0;
+      for(int j = 0; j < DIM; j++){
+        u[j] = rep < 4 ? fly_rng_normal(rng) : (j == (rep == 4 ? 0 : DIM - 1));
+        un += u[j] * u[j];
+      }
+      for(int j = 0; j < DIM; j++) u[j] *= dist[di] / sqrt(un);
+      for(int i = 0; i < DIM; i++){
+        th[i] = bd->theta_map[i];
+        for(int j = 0; j <= i; j++) th[i] += bd->chol_cov[i * DIM + j] * u[j];
+      }
+      double r = m->type->radius(m, th, bd->theta_map, bd->key_prec, work);
+      fly_sketch_prep(&sk, th, bd->theta_map, w, &w1, &wperp);
+      m->type->eval(m, th, X, WID, xi, N_ROWS, logL, logB, work);
+      size_t nr = 0;
+      for(size_t n = 0; n < N_ROWS; n++){
+        long double t = 0;
+        for(int j = 0; j < DIM; j++)
+          t += (long double)X[n * WID + j] * ((long double)th[j] - bd->theta_map[j]);
+        double rho = fly_sketch_rho(&sk, (int64_t)n, w, w1, wperp);
+        double gap = logL[n] - logB[n];
+        checked++;
+        if( n == HUGE_ROW && want_none ){ huge_inf &= isinf(rho); continue; }
+        if( !(fabsl(t) <= rho) ) bad_rho++;
+        if( gap > fly_buckets_row_upper(&bk, bucket[n], m, &xi[n], rho) ) bad_row++;
+        if( gap > fly_model_gap_upper_rho(m, &xi[n], rho) ) bad_own++;
+        if( xn[n] > 0 && r > 0 ) ratio[nr++] = rho / (xn[n] * r);
+      }
+      qsort(ratio, nr, sizeof *ratio, cmp_d);
+      if( nr && ratio[nr / 2] > worst_med ) worst_med = ratio[nr / 2];
+    }
+  }
+  TAP_OK(bad_rho == 0, "%s: |x_n'(th - th_map)| <= rho_n: %lld of %lld (row, theta) "
+         "pairs fail", label, (long long)bad_rho, (long long)checked);
+  TAP_OK(bad_row == 0, "%s: gap_n <= the bucket's bound at rho_n: %lld fail", label,
+         (long long)bad_row);
+  TAP_OK(bad_own == 0, "%s: gap_n <= the row's own bound at rho_n: %lld fail", label,
+         (long long)bad_own);
+  TAP_OK(huge_inf, "%s: a row without a sketch has rho = +inf", label);
+  TAP_OK(worst_med < 0.6, "%s: median rho_n / (||x_n||_P r) at most %.3f over the "
+         "thetas (< 0.6: much tighter than Cauchy-Schwarz)", label, worst_med);
+out:
+  free(work);
+  fly_pages_close(bp);
+  fly_pages_close(dp);
+  fly_sketch_free(&sk);
+  fly_buckets_free(&bk);
+  fly_bounds_free(bd);
+}
+
+int main(void)
+{
+  static double X[N_ROWS * WID], Xr[N_ROWS * WID];
+  fly_db *db = NULL;
+  fly_err err = {0};
+  fly_rng rng;
+  int64_t ds = 0, dsr = 0;
+  fly_rc rc;
+
+  snprintf(path, sizeof path, "/tmp/flydb_test_sketch_%d.db", (int)getpid());
+  unlink(path);
+  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
+
+  /* logistic rows, and the same features with a Student-t (nu = 4) target */
+  fly_rng_seed(&rng, 4242, 0);
+  for(size_t n = 0; n < N_ROWS; n++){
+    double *x = X + n * WID, s = -0.2;
+    x[0] = 1;
+    for(size_t j = 1; j < DIM; j++){
+      x[j] = (n % 97 == 5) ? 0 : fly_rng_normal(&rng) * (0.2 + 0.1 * (double)j);
+      s += x[j] * (j % 3 == 0 ? 0.3 : -0.1) / (0.2 + 0.1 * (double)j);
+    }
+    if( n == HUGE_ROW ) for(size_t j = 1; j < DIM; j++) x[j] *= 1e7;
+    x[DIM] = fly_rng_uniform(&rng) < 1 / (1 + exp(-s)) ? 1 : 0;
+    memcpy(Xr + n * WID, x, DIM * sizeof *x);
+    double g = 0;
+    for(int k = 0; k < 4; k++){ double e = fly_rng_normal(&rng); g += e * e; }
+    Xr[n * WID + DIM] = (n == HUGE_ROW ? 0 : s) + fly_rng_normal(&rng) / sqrt(g / 4);
+  }
+  if( !TAP_OK(fx_store_rows(db, "sk", X, N_ROWS, WID, 128, &ds) &&
+              fx_store_rows(db, "skr", Xr, N_ROWS, WID, 128, &dsr),
+              "stores of %d rows, D = %d", N_ROWS, DIM) ) goto out;
+
+  fly_model m;
+  memset(&m, 0, sizeof m);
+  m.type = &fly_model_logistic;
+  m.D = DIM;
+  m.tcol = DIM;
+  m.K = 1;
+  m.prior = FLY_PRIOR_NORMAL;
+  m.prior_scale = 10;
+  check("logistic", db, ds, &m, X, &rng);
+  m.type = &fly_model_robust;
+  m.nu = 4;
+  m.scale = 1;
+  check("robust (nu = 4)", db, dsr, &m, Xr, &rng);
+
+out:
+  fly_db_close(db);
+  fx_unlink_db(path);
+  return tap_done();
+}
