@@ -157,6 +157,9 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }
+  /* candidates index perm and xi at random */
+  fly_mem_random_access(b->perm, (size_t)b->N * sizeof *b->perm);
+  fly_mem_random_access(b->xi, (size_t)b->N * key_col * sizeof *b->xi);
   b->start[0] = 0;
   size_t bi = 0;
   for(size_t c = 0; c < s.nlev * s.nbin; c++){

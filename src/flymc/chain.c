@@ -427,12 +427,14 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
   return FLY_OK;
 }
 
-static fly_rc add_cand(fly_chain *c, size_t *k, int64_t row, double pbar,
+/* Append a candidate: its id (a row; gibbs first stores its position in
+ * the bucket index's perm), its proposal probability and bucket. */
+static fly_rc add_cand(fly_chain *c, size_t *k, int64_t id, double pbar,
                        size_t bucket, fly_err *err)
 {
   fly_rc rc = cand_reserve(c, *k + 1, err);
   if( rc ) return rc;
-  c->cid[*k] = row;
+  c->cid[*k] = id;
   c->cpbar[*k] = pbar;
   c->cbk[*k] = (uint32_t)bucket;
   (*k)++;
@@ -459,11 +461,15 @@ static void keep_candidates(fly_chain *c, size_t *k)
     if( sk ){
       int64_t row = c->cid[j];
       double rho = fly_sketch_rho(sk, row, c->skw, w1, wperp);
-      double g = fly_buckets_row_upper(bk, c->cbk[j], c->m,
-                                       bk->xi + (size_t)row * c->nxi, rho);
-      double q = -expm1(-g);
+      const float *xr = bk->xi + (size_t)row * c->nxi;
+      double q = -expm1(-fly_buckets_row_upper(bk, c->cbk[j], c->m, xr, rho));
       if( q < ph ) ph = q;
       if( !(u * c->cpbar[j] < ph) ) continue;    /* rejected without a read */
+      /* a survivor is worth the row's own bound (its xi, not the bucket's
+       * range: a dozen transcendentals against a random page fetch) */
+      q = -expm1(-fly_model_gap_upper_rho(c->m, xr, rho));
+      if( q < ph ) ph = q;
+      if( !(u * c->cpbar[j] < ph) ) continue;
     }
     c->cid[kept] = c->cid[j];
     c->cpbar[kept] = c->cpbar[j];
@@ -494,29 +500,42 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   }
   if( expect > c->cfg->scan_frac * (double)c->cfg->N ) return scan_gibbs(c, err);
 
+  /* Candidates' positions in perm first, then their rows, then the dark
+   * ones among them: each pass prefetches what the next loads, so the
+   * random reads of perm, the z bits and the sketches (hundreds of MB at
+   * 10^8 rows) overlap instead of stalling one by one. */
   for(size_t b = 0; b < bk->nb; b++){
     int64_t s = bk->start[b], nb = bk->start[b + 1] - s;
     if( nb == 0 ) continue;
     double pb = c->pbar[b];
     if( !(pb > 0) ) continue;
     if( pb >= 1 ){
-      for(int64_t i = 0; i < nb; i++){
-        int64_t row = bk->perm[s + i];
-        if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, 1.0, b, err)) )
-          return rc;
-      }
+      for(int64_t i = 0; i < nb; i++)
+        if( (rc = add_cand(c, &k, s + i, 1.0, b, err)) ) return rc;
       continue;
     }
     uint64_t i = fly_rng_geometric(&c->rng, pb);
     while( i < (uint64_t)nb ){
-      int64_t row = bk->perm[s + (int64_t)i];
-      if( !fly_zset_is_bright(c->br.z, row) && (rc = add_cand(c, &k, row, pb, b, err)) )
-        return rc;
+      if( (rc = add_cand(c, &k, s + (int64_t)i, pb, b, err)) ) return rc;
       uint64_t g = fly_rng_geometric(&c->rng, pb);
       if( g >= (uint64_t)nb ) break;
       i += 1 + g;
     }
   }
+  for(size_t j = 0; j < k; j++) __builtin_prefetch(&bk->perm[c->cid[j]]);
+  for(size_t j = 0; j < k; j++){
+    c->cid[j] = bk->perm[c->cid[j]];
+    fly_zset_prefetch(c->br.z, c->cid[j]);
+  }
+  size_t dark = 0;
+  for(size_t j = 0; j < k; j++){
+    if( fly_zset_is_bright(c->br.z, c->cid[j]) ) continue;
+    c->cid[dark] = c->cid[j];
+    c->cpbar[dark] = c->cpbar[j];
+    c->cbk[dark] = c->cbk[j];
+    dark++;
+  }
+  k = dark;
   c->n_cand += (int64_t)k;
   keep_candidates(c, &k);
   if( (rc = read_candidates(c, k, err)) ) return rc;

@@ -106,6 +106,7 @@ fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
     rc = fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)s->N);
     goto done;
   }
+  fly_mem_random_access(s->code, (size_t)s->N * FLY_SKETCH_BYTES);  /* read at random */
   memcpy(s->L, key_prec, D * D * sizeof *s->L);
   int nn = (int)D, info = 0;
   dpotrf_("U", &nn, s->L, &nn, &info, 1);      /* column-major U = row-major L */

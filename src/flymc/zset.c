@@ -157,6 +157,7 @@ fly_rc fly_zset_new(int64_t N, fly_zset **pz, fly_err *err)
   if( !z ) goto nomem;
   z->bits = fly_alloc_array((size_t)N / 64 + 1, sizeof *z->bits);
   if( !z->bits ) goto nomem;
+  fly_mem_random_access(z->bits, ((size_t)N / 64 + 1) * sizeof *z->bits);
   z->N = N;
   z->B = 0;
   *pz = z;
@@ -193,6 +194,11 @@ int fly_zset_is_bright(const fly_zset *z, int64_t n)
 {
   assert(n >= 0 && n < z->N);
   return bit(z, n);
+}
+
+void fly_zset_prefetch(const fly_zset *z, int64_t n)
+{
+  __builtin_prefetch(&z->bits[(uint64_t)n >> 6]);
 }
 
 int64_t fly_zset_pos(const fly_zset *z, int64_t n)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void *fly_alloc_array(size_t n, size_t size)
 {
@@ -23,6 +24,22 @@ void *fly_realloc_array(void *p, size_t n, size_t size)
 }
 
 void fly_free(void *p) { free(p); }
+
+/* Transparent huge pages are 2 MiB on x86-64 and arm64 (4 KiB base pages);
+ * with THP in "madvise" mode (Debian's default) only advised ranges get
+ * them.  Only the 2 MiB-aligned interior of the block is advised. */
+void fly_mem_random_access(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+  uintptr_t b = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if( p && b > a ) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 char *fly_strdup(const char *s)
 {

@@ -15,6 +15,11 @@ void *fly_alloc_array(size_t n, size_t size);
  * in which case p is untouched. */
 void *fly_realloc_array(void *p, size_t n, size_t size);
 void  fly_free(void *p);
+/* A large block that will be read at random (an index of N rows): ask the
+ * kernel for huge pages, so a random access costs one TLB entry in 2 MiB
+ * rather than one in 4 KiB.  Advice only: nothing changes if refused.
+ * Call before the block is first written. */
+void  fly_mem_random_access(void *p, size_t bytes);
 /* strdup that returns NULL on failure; NULL in gives NULL out. */
 char *fly_strdup(const char *s);
 
