@@ -444,8 +444,9 @@ static fly_rc add_cand(fly_chain *c, size_t *k, int64_t id, double pbar,
 /* Draw each of the k candidates' uniform u (in candidate order, so the
  * stream does not depend on the sketch) and, with a sketch, keep only those
  * with u pbar < p_hat (the others would be rejected whatever their row
- * holds); *k becomes the number kept, compacted in order.  cph[j] is the
- * bound the kept candidate's p must respect (n_viol otherwise). */
+ * holds) among rows whose page is not in the decoded cache; *k becomes the
+ * number kept, compacted in order.  cph[j] is the bound the kept
+ * candidate's p must respect (n_viol otherwise). */
 static void keep_candidates(fly_chain *c, size_t *k)
 {
   const fly_sketch *sk = c->cfg->sketch;
@@ -458,7 +459,9 @@ static void keep_candidates(fly_chain *c, size_t *k)
   }
   for(size_t j = 0; j < *k; j++){
     double u = fly_rng_uniform(&c->rng), ph = c->cpbar[j];
-    if( sk ){
+    /* a row whose page is decoded already costs a memcpy to read: cheaper
+     * than the checks, which are for rows that would cost a fetch */
+    if( sk && (c->cfg->sketch_all || !fly_pages_row_cached(c->data, c->cid[j])) ){
       int64_t row = c->cid[j];
       double rho = fly_sketch_rho(sk, row, c->skw, w1, wperp);
       const float *xr = bk->xi + (size_t)row * c->nxi;

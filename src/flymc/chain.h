@@ -52,6 +52,9 @@ typedef struct fly_chain_cfg {
   const fly_bounds  *bounds;     /* MAP, Laplace, moments (bounds unused if regular) */
   const fly_buckets *buckets;    /* FLY_Z_GIBBS only */
   const fly_sketch  *sketch;     /* FLY_Z_GIBBS: per-row second-stage bounds, or NULL */
+  int                sketch_all; /* check cached rows too (default 0: a row whose page
+                                    is decoded is read, cheaper than its check);
+                                    then the rows read depend on theta alone */
   const double      *Xall;       /* regular: all rows in memory (N x W), or NULL
                                     to stream pages */
   int64_t            N;

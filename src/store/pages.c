@@ -318,6 +318,12 @@ const fly_pages_info *fly_pages_info_of(const fly_pages *p)
   return &p->info;
 }
 
+int fly_pages_row_cached(const fly_pages *p, int64_t row)
+{
+  if( row < 0 || row >= p->info.n_rows ) return 0;
+  return p->slot_of[row / p->info.page_rows] >= 0;
+}
+
 void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s)
 {
   *s = p->st;

@@ -62,6 +62,10 @@ fly_rc fly_pages_read_page(fly_pages *p, int64_t page_no, double *out,
 fly_rc fly_pages_get(fly_pages *p, int64_t page_no, const double **rows,
                      size_t *n_rows, fly_err *err);
 
+/* Whether row `row`'s page is in the decoded cache now (a read of it would
+ * cost a memcpy, not a fetch).  O(1); 0 for a row out of range. */
+int    fly_pages_row_cached(const fly_pages *p, int64_t row);
+
 /* Copy rows ids[0..n) (any order, repeats allowed, each < n_rows) into
  * out[i*width ...] in the caller's order.  Pages are visited in page order,
  * each once per call, through the cache.  FLY_RANGE for an id out of range. */

@@ -155,6 +155,7 @@ int main(void)
       cfg.bounds = bd;
       cfg.buckets = modes[i].z == FLY_Z_GIBBS ? &bk : NULL;
       cfg.sketch = modes[i].z == FLY_Z_GIBBS && modes[i].zp == 1 ? &sk : NULL;
+      cfg.sketch_all = 1;
       cfg.Xall = modes[i].z == FLY_Z_REGULAR ? X : NULL;
       cfg.N = N_ROWS;
       cfg.W = WID;

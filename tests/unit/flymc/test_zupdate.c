@@ -251,6 +251,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
   cfg.bounds = bd;
   cfg.buckets = zm == FLY_Z_GIBBS ? &cx->bk : NULL;
   cfg.sketch = sketch ? &cx->sk : NULL;
+  cfg.sketch_all = 1;             /* reads as a function of theta alone */
   cfg.N = N_ROWS;
   cfg.W = WID;
   cfg.z = zm;
