@@ -172,8 +172,8 @@ static fly_opt sample_opts_tmpl[] = {
                                 "fraction of N (default 0.25)", 0, 0 },
   { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 13 bytes a row that bound each row's "
                              "linear predictor, so most thinned candidates are rejected "
-                             "without a read (default on for logistic and robust; the "
-                             "draws are the same either way)", 0, 0 },
+                             "without a read (default on for logistic and robust; it "
+                             "changes which rows are read, not the chain's decisions)", 0, 0 },
   { "full-logpost-every", FLY_OPT_VALUE, "every K iterations store the exact full-data "
                                          "log posterior (a full scan; off by default)", 0, 0 },
   { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
