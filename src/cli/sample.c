@@ -734,7 +734,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
     }
     fly_pages_close(bp);
     if( threaded ) pthread_join(sth, NULL);
-    else if( sc.sketch ) build_sketch(&sj);     /* no thread: in turn */
+    else if( sc.sketch && rc == FLY_OK ) build_sketch(&sj);   /* no thread: in turn */
     if( rc ) goto done;
     if( sj.rc ){
       rc = sj.rc;

@@ -35,11 +35,12 @@
  *    MAP|| in the Laplace metric; the bucket's key and xi range bound every
  *    row's gap), a candidate is read (its xi comes from the bucket
  *    index, so only its data page is fetched) and accepted with
- *    p_n/pbar_b.  With a sketch (sketch.h) a candidate is first kept with
- *    p_hat_n/pbar_b, p_n <= p_hat_n from its in-memory sketch, and only
- *    kept ones are read: one uniform u per candidate decides both
- *    (kept iff u pbar < p_hat, bright iff u pbar < p_n), so the draws are
- *    the same with or without a sketch; only the reads differ.
+ *    p_n/pbar_b.  With a sketch (sketch.h) a candidate whose page is not
+ *    decoded yet is first kept with p_hat_n/pbar_b, p_n <= p_hat_n from
+ *    its in-memory sketch, and only kept ones are read: one uniform u per
+ *    candidate decides both (kept iff u pbar < p_hat, bright iff
+ *    u pbar < p_n), so the decisions are those without a sketch; only the
+ *    reads differ (and, in batches of other sizes, BLAS's last bits).
  *    Exact Gibbs for every row at every iteration.  When the
  *    expected number of candidates exceeds scan_frac N, a sequential scan
  *    is cheaper: every dark row is read and drawn exactly.
@@ -451,11 +452,11 @@ static void keep_candidates(fly_chain *c, size_t *k)
 {
   const fly_sketch *sk = c->cfg->sketch;
   const fly_buckets *bk = c->cfg->buckets;
-  double w1 = 0, wperp = 0;
+  fly_sketch_at at = { c->skw, 0, 0, 0 };
   size_t kept = 0;
   if( sk && *k ){
     for(size_t j = 0; j < *k; j++) fly_sketch_prefetch(sk, c->cid[j]);
-    fly_sketch_prep(sk, c->th, c->cfg->bounds->theta_map, c->skw, &w1, &wperp);
+    fly_sketch_prep(sk, c->th, c->cfg->bounds->theta_map, &at);
   }
   for(size_t j = 0; j < *k; j++){
     double u = fly_rng_uniform(&c->rng), ph = c->cpbar[j];
@@ -463,7 +464,7 @@ static void keep_candidates(fly_chain *c, size_t *k)
      * than the checks, which are for rows that would cost a fetch */
     if( sk && (c->cfg->sketch_all || !fly_pages_row_cached(c->data, c->cid[j])) ){
       int64_t row = c->cid[j];
-      double rho = fly_sketch_rho(sk, row, c->skw, w1, wperp);
+      double rho = fly_sketch_rho(sk, row, &at);
       const float *xr = bk->xi + (size_t)row * c->nxi;
       double q = -expm1(-fly_buckets_row_upper(bk, c->cbk[j], c->m, xr, rho));
       if( q < ph ) ph = q;

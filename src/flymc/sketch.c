@@ -6,12 +6,14 @@
  *   bytes 0..10  coordinate j in the low (j even) or high (j odd) nibble of
  *                byte j/2, two's complement, q_j in [-7, 7];
  *   byte 11      scale code e: s = step[e] = 2^((e - 128)/8); 255: no sketch;
- *   byte 12      residual code c: R = 0 if c = 0, else step[c] >= ||y_{k..D}||.
+ *   byte 12      error code c: E = 0 if c = 0, else step[c] >= the norm of
+ *                (y_j - q_j s for j < k, y_j for j >= k).
  * The scale is the smallest step with max_j |y_j| <= 7 s (at least step[0]),
  * so rounding y_j / s to the nearest integer is within [-7, 7] and errs by at
- * most s/2.  A row whose scale or residual would pass step[254] (|y| above
- * ~3.6e4 Laplace sds) gets no sketch: its rho is +inf and its bucket bound
- * stands.
+ * most s/2.  A row whose scale or error norm would pass step[254] (|y|
+ * above ~3.6e4 Laplace sds) gets no sketch: its rho is +inf and its bucket
+ * bound stands.  The rounding errors are about uniform on [-s/2, s/2], so
+ * E ~ s sqrt(k/12) and E ||w|| is typically 30% below (s/2) sum |w_j|.
  *
  * Rounding: y = L^-1 x and w = L'd are computed in double (dtrsm, dtrmv) as
  * tune.c computes ||x||_P, and rho is a sum of non-negative terms each to a
@@ -60,8 +62,7 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   for(size_t j = 0; j < k; j++) if( fabs(y[j]) > mx ) mx = fabs(y[j]);
   for(size_t j = k; j < s->D; j++) r2 += y[j] * y[j];
   int e = code_up(s, mx / 7.0, 0);
-  int c = r2 > 0 ? code_up(s, sqrt(r2), 1) : 0;
-  if( e == NONE || c == NONE || !isfinite(mx) ){
+  if( e == NONE || !isfinite(mx) || !isfinite(r2) ){
     out[11] = NONE;
     return;
   }
@@ -74,6 +75,14 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
     int q = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* rounding only */
     if( q < -7 ) q = -7;
     out[j / 2] |= (uint8_t)(j % 2 ? (q & 15) << 4 : (q & 15));
+    double d = y[j] - (double)q * s->step[e];
+    r2 += d * d;
+  }
+  int c = r2 > 0 ? code_up(s, sqrt(r2), 1) : 0;
+  if( c == NONE ){
+    memset(out, 0, FLY_SKETCH_BYTES);
+    out[11] = NONE;
+    return;
   }
   out[11] = (uint8_t)e;
   out[12] = (uint8_t)c;
@@ -145,24 +154,27 @@ done:
 }
 
 void fly_sketch_prep(const fly_sketch *s, const double *th,
-                     const double *th_map, double *w, double *w1,
-                     double *wperp)
+                     const double *th_map, fly_sketch_at *at)
 {
   const size_t D = s->D;
-  double a = 0, p = 0;
+  double *w = at->w, a = 0, a2 = 0, p = 0;
   for(size_t j = 0; j < D; j++) w[j] = th[j] - th_map[j];
   w[D] = 0;                                    /* see fly_sketch_rho */
   cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit, (int)D,
               s->L, (int)D, w, 1);             /* w = L' d */
-  for(size_t j = 0; j < s->k; j++) a += fabs(w[j]);
+  for(size_t j = 0; j < s->k; j++){
+    a += fabs(w[j]);
+    a2 += w[j] * w[j];
+  }
   for(size_t j = s->k; j < D; j++) p += w[j] * w[j];
-  *w1 = a;
-  *wperp = sqrt(p);
+  at->w1 = a;
+  at->wperp = sqrt(p);
+  at->wnorm = sqrt(a2 + p);
 }
 
-double fly_sketch_rho(const fly_sketch *s, int64_t row, const double *w,
-                      double w1, double wperp)
+double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
 {
+  const double *w = at->w;
   const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
   if( o[11] == NONE ) return INFINITY;
   /* two nibbles a byte; w has room for k rounded up to even (w[D] = 0 when
@@ -174,10 +186,9 @@ double fly_sketch_rho(const fly_sketch *s, int64_t row, const double *w,
     t1 += nib[o[i] >> 4] * w[2 * i + 1];
   }
   double t = t0 + t1;
-  double sc = s->step[o[11]];
-  double rho = fabs(t) * sc + 0.5 * sc * w1;
-  if( o[12] ) rho += s->step[o[12]] * wperp;
-  return rho;
+  double sc = s->step[o[11]], E = o[12] ? s->step[o[12]] : 0.0;
+  double by_coord = 0.5 * sc * at->w1 + E * at->wperp, by_norm = E * at->wnorm;
+  return fabs(t) * sc + (by_norm < by_coord ? by_norm : by_coord);
 }
 
 void fly_sketch_free(fly_sketch *s)

@@ -9,9 +9,12 @@
  * bright.  A sketch keeps, per row, the whitened features y = L^-1 x
  * (L L' = key_prec = P^-1) quantised to 4 bits: k = min(D, 22) coordinates
  * q_j with one scale s = 2^(e/8) (|y_j - q_j s| <= s/2), and an upper bound
- * R on the norm of the D - k coordinates not kept.  With w = L'd (so
- * x'd = y'w and ||w|| = the thinning radius r),
- *   |x'd| <= rho = |sum_j q_j s w_j| + (s/2) sum_{j<k} |w_j| + R ||w_{k..D}||,
+ * E on the norm of the error vector (y_j - q_j s for j < k, then the D - k
+ * coordinates not kept).  With w = L'd (so x'd = y'w and ||w|| = the
+ * thinning radius r), the error e'w is at most (s/2) sum_{j<k} |w_j| +
+ * E ||w_{k..D}|| (coordinate by coordinate) and at most E ||w||
+ * (Cauchy-Schwarz), so
+ *   |x'd| <= rho = |sum_j q_j s w_j| + min of those two,
  * in memory and in O(k) per candidate.  A bucket's candidate is then kept
  * with probability p_hat / pbar (p_hat from rho, fly_model_gap_upper_rho),
  * and only kept candidates are read: exact, because p_n <= p_hat.
@@ -33,7 +36,7 @@
 #include "util/err.h"
 
 #define FLY_SKETCH_DIMS  22   /* coordinates kept, 4 bits each */
-#define FLY_SKETCH_BYTES 13   /* 11 bytes of coordinates, scale, residual */
+#define FLY_SKETCH_BYTES 13   /* 11 bytes of coordinates, scale, error norm */
 
 typedef struct fly_sketch {
   int64_t  N;
@@ -54,17 +57,21 @@ int    fly_sketch_fits(const fly_model *m);
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
                         const double *key_prec, fly_sketch *s, fly_err *err);
 
-/* Per z step: w = L'(th - th_map) (into w[0..D), and w[D] = 0: w has D + 1
- * doubles), *w1 = sum_{j<k} |w_j|,
- * *wperp = ||w_{k..D}||. */
+/* theta - theta_map in the sketches' coordinates, once per z step. */
+typedef struct fly_sketch_at {
+  double *w;        /* the caller's D + 1 doubles: L'(th - th_map), then 0 */
+  double  w1;       /* sum_{j<k} |w_j| */
+  double  wperp;    /* ||w_{k..D}|| */
+  double  wnorm;    /* ||w|| (the thinning radius r) */
+} fly_sketch_at;
+
+/* Fill at (at->w set by the caller) for th. */
 void   fly_sketch_prep(const fly_sketch *s, const double *th,
-                       const double *th_map, double *w, double *w1,
-                       double *wperp);
+                       const double *th_map, fly_sketch_at *at);
 
 /* rho >= |x_row'(th - th_map)| for the th given to fly_sketch_prep
  * (+inf if the row's sketch says nothing). */
-double fly_sketch_rho(const fly_sketch *s, int64_t row, const double *w,
-                      double w1, double wperp);
+double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at);
 
 /* Start loading row's code into the CPU cache (a batch of candidates
  * overlaps their memory latencies; the codes of a big store are random

@@ -112,7 +112,8 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   }
 
   work = calloc(m->type->work_len(m, N_ROWS), sizeof *work);
-  double w[DIM + 1], w1, wperp;
+  double w[DIM + 1];
+  fly_sketch_at at = { w, 0, 0, 0 };
   int64_t bad_rho = 0, bad_row = 0, bad_own = 0, checked = 0;
   int huge_inf = 1;
   double worst_med = 0;
@@ -130,14 +131,14 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
         for(int j = 0; j <= i; j++) th[i] += bd->chol_cov[i * DIM + j] * u[j];
       }
       double r = m->type->radius(m, th, bd->theta_map, bd->key_prec, work);
-      fly_sketch_prep(&sk, th, bd->theta_map, w, &w1, &wperp);
+      fly_sketch_prep(&sk, th, bd->theta_map, &at);
       m->type->eval(m, th, X, WID, xi, N_ROWS, logL, logB, work);
       size_t nr = 0;
       for(size_t n = 0; n < N_ROWS; n++){
         long double t = 0;
         for(int j = 0; j < DIM; j++)
           t += (long double)X[n * WID + j] * ((long double)th[j] - bd->theta_map[j]);
-        double rho = fly_sketch_rho(&sk, (int64_t)n, w, w1, wperp);
+        double rho = fly_sketch_rho(&sk, (int64_t)n, &at);
         double gap = logL[n] - logB[n];
         checked++;
         if( n == HUGE_ROW && want_none ){ huge_inf &= isinf(rho); continue; }

@@ -290,8 +290,9 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
   double rad = m->type->radius(m, th, bd->theta_map, bd->key_prec, cx->work);
   double e_cand = 0, v_cand = 0, e_read = 0, v_read = 0, expect_all = 0;
   int bound_ok = 1, rho_ok = 1, row_ok = 1;
-  double w[D_FEAT + 1], w1 = 0, wperp = 0;
-  if( sketch ) fly_sketch_prep(&cx->sk, th, bd->theta_map, w, &w1, &wperp);
+  double w[D_FEAT + 1];
+  fly_sketch_at at = { w, 0, 0, 0 };
+  if( sketch ) fly_sketch_prep(&cx->sk, th, bd->theta_map, &at);
   if( zm == FLY_Z_GIBBS ){
     const fly_buckets *bk = &cx->bk;
     for(size_t b = 0; b < bk->nb; b++){
@@ -309,7 +310,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
           long double t = 0;
           for(int j = 0; j < D_FEAT; j++)
             t += (long double)cx->X[n * WID + j] * ((long double)th[j] - bd->theta_map[j]);
-          double rho = fly_sketch_rho(&cx->sk, n, w, w1, wperp);
+          double rho = fly_sketch_rho(&cx->sk, n, &at);
           /* kept when u pbar < the bucket's box at rho and < the row's own
            * bound at rho (the chain checks them in that order) */
           double ph = fmin(-expm1(-fly_buckets_row_upper(bk, b, m, &xi[n], rho)),
