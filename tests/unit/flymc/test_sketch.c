@@ -80,9 +80,10 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
     goto out;
   TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM,
          "%s: k = %zu of D = %zu coordinates kept", label, sk.k, sk.D);
-  /* only a row whose whitened coordinates pass 7 step[254] (or whose
-   * residual passes step[254]) goes without; the huge row does unless the
-   * MAP's curvature along it whitens it down (logistic: sigma' > 0 there) */
+  /* only a row whose whitened coordinates pass 7 step[254] (or whose error
+   * norm, at least the norm of the coordinates not kept, passes step[254])
+   * goes without; the huge row does unless the MAP's curvature along it
+   * whitens it down (logistic: sigma' > 0 there) */
   double ymax = 0, yres = 0;
   {
     double y[DIM];
