@@ -280,6 +280,10 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
                   p->name, n_slots, page_bytes);
     goto done;
   }
+  /* Slots fill in order, each a fresh page of memory: on 4 KiB pages a
+   * 62 KB slot costs 16 page faults (about 100 us on a VM), more than the
+   * fetch itself; a 2 MiB page serves 32 such slots with one fault. */
+  fly_mem_random_access(p->vals, n_slots * page_bytes);
   for(int64_t k = 0; k < p->info.n_pages; k++) p->slot_of[k] = -1;
   for(int32_t i = 0; i < p->n_slots; i++){
     p->slots[i].page_no = -1;
