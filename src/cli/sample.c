@@ -623,7 +623,7 @@ typedef struct sketch_job {
   const char      *path;
   int64_t          ds;
   const fly_model *m;
-  const double    *key_prec;
+  const double    *L;          /* lower Cholesky factor of the thinning metric */
   fly_sketch      *out;
   fly_rc           rc;
   fly_err          err;
@@ -639,7 +639,7 @@ static void *build_sketch(void *arg)
     j->rc = fly_pages_open(db, FLY_TABLE_DATA, j->ds, 0, &dp, &j->err);
   if( j->rc == FLY_OK ){
     int began = fly_db_read_begin(db);   /* one scan of the data pages */
-    j->rc = fly_sketch_build(dp, j->m, j->key_prec, j->out, &j->err);
+    j->rc = fly_sketch_build(dp, j->m, j->L, j->out, &j->err);
     fly_db_read_end(db, began);
   }
   fly_pages_close(dp);
@@ -722,7 +722,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
     /* The sketches (a scan of the data pages, on a connection of their
      * own) are built beside the bucket index (three scans of the bound
      * pages): at 10^8 rows they are 15 s and 10 s of start-up. */
-    sketch_job sj = { sc.db_path, ds, &m, bd->key_prec, &sk, FLY_OK, {0} };
+    sketch_job sj = { sc.db_path, ds, &m, bd->chol_prec, &sk, FLY_OK, {0} };
     pthread_t sth;
     int threaded = sc.sketch && pthread_create(&sth, NULL, build_sketch, &sj) == 0;
     fly_pages *bp = NULL;

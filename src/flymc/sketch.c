@@ -15,6 +15,9 @@
  * bound stands.  The rounding errors are about uniform on [-s/2, s/2], so
  * E ~ s sqrt(k/12) and E ||w|| is typically 30% below (s/2) sum |w_j|.
  *
+ * Any invertible L makes x'd = (L^-1 x)'(L'd) exact; the bound set's
+ * Cholesky factor of the Laplace precision (the thinning metric for these
+ * models) makes w isotropic at the posterior, so no coordinate dominates.
  * Rounding: y = L^-1 x and w = L'd are computed in double (dtrsm, dtrmv) as
  * tune.c computes ||x||_P, and rho is a sum of non-negative terms each to a
  * few ulps; the models' keys carry a relative margin of 1e-3 (KAPPA) for
@@ -29,7 +32,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "util/lapack.h"
 #include "util/mem.h"
 
 #define NONE 255
@@ -72,8 +74,7 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   double inv = s->inv[e];
   for(size_t j = 0; j < k; j++){
     double v = y[j] * inv + 8.5;
-    int q = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* rounding only */
-    if( q < -7 ) q = -7;
+    int q = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* clamp: rounding only */
     out[j / 2] |= (uint8_t)(j % 2 ? (q & 15) << 4 : (q & 15));
     double d = y[j] - (double)q * s->step[e];
     r2 += d * d;
@@ -89,7 +90,7 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
 }
 
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
-                        const double *key_prec, fly_sketch *s, fly_err *err)
+                        const double *L, fly_sketch *s, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(data);
   const size_t D = m->D, pr = (size_t)in->page_rows, W = in->width;
@@ -116,16 +117,7 @@ fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
     goto done;
   }
   fly_mem_random_access(s->code, (size_t)s->N * FLY_SKETCH_BYTES);  /* read at random */
-  memcpy(s->L, key_prec, D * D * sizeof *s->L);
-  int nn = (int)D, info = 0;
-  dpotrf_("U", &nn, s->L, &nn, &info, 1);      /* column-major U = row-major L */
-  if( info ){
-    rc = fly_fail(err, FLY_NUMERIC, "sketch: the thinning metric is not positive "
-                  "definite (LAPACK info %d)", info);
-    goto done;
-  }
-  for(size_t i = 0; i < D; i++)
-    for(size_t j = i + 1; j < D; j++) s->L[i * D + j] = 0;
+  memcpy(s->L, L, D * D * sizeof *s->L);
 
   int64_t row = 0;
   for(int64_t pg = 0; pg < in->n_pages; pg++){

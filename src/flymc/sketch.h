@@ -41,7 +41,7 @@
 typedef struct fly_sketch {
   int64_t  N;
   size_t   D, k;            /* features; coordinates kept, min(D, 22) */
-  double  *L;               /* D x D row-major lower, L L' = key_prec */
+  double  *L;               /* D x D row-major lower (the caller's, copied) */
   uint8_t *code;            /* N * FLY_SKETCH_BYTES */
   double   step[256];       /* code c -> 2^((c - 128)/8); 255 unused */
   double   inv[256];        /* 1 / step[c] */
@@ -52,10 +52,11 @@ typedef struct fly_sketch {
 int    fly_sketch_fits(const fly_model *m);
 
 /* Sketch every row of the data pages (features: the first m->D values of
- * each row) with the metric key_prec (D x D, SPD) of the bound set.
- * FLY_NUMERIC if key_prec is not positive definite. */
+ * each row) in the coordinates of L: D x D, row-major, lower triangular
+ * with a non-zero diagonal (fly_bounds.chol_prec, the Cholesky factor of the
+ * Laplace precision, which is key_prec for these models).  L is copied. */
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
-                        const double *key_prec, fly_sketch *s, fly_err *err);
+                        const double *L, fly_sketch *s, fly_err *err);
 
 /* theta - theta_map in the sketches' coordinates, once per z step. */
 typedef struct fly_sketch_at {

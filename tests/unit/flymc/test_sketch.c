@@ -75,7 +75,7 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, id, 0, &bp, &err);
   if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, &bk, &err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
-  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, bd->key_prec, &sk, &err);
+  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, bd->chol_prec, &sk, &err);
   if( !TAP_OK(rc == FLY_OK, "%s: MAP bounds, buckets and sketches (%s)", label, err.msg) )
     goto out;
   TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM,

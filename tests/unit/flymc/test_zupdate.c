@@ -431,7 +431,7 @@ int main(void)
       goto out;
     fly_pages *dp = NULL;
     rc = fly_pages_open(cx.db, FLY_TABLE_DATA, cx.ds, 0, &dp, &err);
-    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &cx.m, cx.bmap->key_prec, &cx.sk, &err);
+    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &cx.m, cx.bmap->chol_prec, &cx.sk, &err);
     fly_pages_close(dp);
     if( !TAP_OK(rc == FLY_OK && cx.sk.n_none == 0, "sketches of every row (%s)", err.msg) )
       goto out;
