@@ -455,7 +455,13 @@ static void keep_candidates(fly_chain *c, size_t *k)
   fly_sketch_at at = { c->skw, 0, 0, 0 };
   size_t kept = 0;
   if( sk && *k ){
-    for(size_t j = 0; j < *k; j++) fly_sketch_prefetch(sk, c->cid[j]);
+    /* the loop below loads, per candidate, its page map entry, its
+     * sketch and its xi: three random loads into arrays of up to GBs */
+    for(size_t j = 0; j < *k; j++){
+      fly_sketch_prefetch(sk, c->cid[j]);
+      fly_pages_prefetch_row(c->data, c->cid[j]);
+      __builtin_prefetch(bk->xi + (size_t)c->cid[j] * c->nxi);
+    }
     fly_sketch_prep(sk, c->th, c->cfg->bounds->theta_map, &at);
   }
   for(size_t j = 0; j < *k; j++){

@@ -41,6 +41,15 @@
  * visited once and its rows copied to the caller's positions.  The key
  * workspace only grows.  Cost per batch: O(n) + one fetch per uncached page
  * touched; a cached row costs one memcpy of width doubles.
+ *
+ * Admission: once the cache is full, a raw page that read_rows needs and
+ * that is neither cached nor seen lately is read into the I/O buffer and
+ * only its requested rows are decoded; it is not cached but remembered in a
+ * ring of the last n_slots such pages (slot_of[k] = GHOST).  A second miss
+ * on a remembered page caches it.  Out of core most pages a random batch
+ * touches are never asked for again: decoding all page_rows rows into a
+ * cold slot for a few of them cost more than the read (2 of 14 us at 10^8
+ * rows), and it evicted pages that are asked for again.
  */
 #include "store/pages.h"
 
@@ -54,6 +63,7 @@
 #define RADIX_BITS 11
 #define RADIX      (1u << RADIX_BITS)
 #define SMALL_SORT 48          /* insertion sort at or below this batch size */
+#define GHOST      (-2)        /* slot_of: not cached, in the ghost ring */
 
 typedef struct pmeta {
   int64_t  rowid;              /* page.id: the BLOB I/O key */
@@ -77,11 +87,13 @@ struct fly_pages {
   fly_pages_info info;
   size_t         page_vals;    /* page_rows*width values */
   pmeta         *meta;         /* n_pages records */
-  int32_t       *slot_of;      /* n_pages: slot index or -1 */
+  int32_t       *slot_of;      /* n_pages: slot index, -1, or GHOST */
   slot          *slots;        /* n_slots */
   double        *vals;         /* n_slots*page_vals decoded values */
   int32_t        n_slots;
   int32_t        head, tail;   /* most / least recently used slot */
+  int64_t       *ghost;        /* n_slots pages read past the cache, or -1 */
+  int32_t        ghost_pos;    /* next ring entry to overwrite */
   sqlite3_blob  *blob;         /* open only during a call */
   unsigned char *io;           /* stored payload, io_cap bytes */
   size_t         io_cap;
@@ -269,12 +281,13 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
   if( n_slots > (size_t)p->info.n_pages ) n_slots = (size_t)p->info.n_pages;
   p->n_slots = (int32_t)n_slots;
   p->slots = fly_alloc_array(n_slots, sizeof *p->slots);
+  p->ghost = fly_alloc_array(n_slots, sizeof *p->ghost);
   p->vals = fly_alloc_array(n_slots, page_bytes);
   p->io_cap = fly_codec_bound(p->page_vals * (size_t)p->info.prec);
   p->io = fly_alloc_array(p->io_cap, 1);
   if( p->info.prec == FLY_PREC_F32 )
     p->scratch = fly_alloc_array(p->page_vals, FLY_PREC_F32);
-  if( !p->slots || !p->vals || !p->io
+  if( !p->slots || !p->ghost || !p->vals || !p->io
       || (p->info.prec == FLY_PREC_F32 && !p->scratch) ){
     rc = fly_fail(err, FLY_NOMEM, "%s: page cache of %zu pages x %zu bytes",
                   p->name, n_slots, page_bytes);
@@ -284,11 +297,14 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
    * 62 KB slot costs 16 page faults (about 100 us on a VM), more than the
    * fetch itself; a 2 MiB page serves 32 such slots with one fault. */
   fly_mem_random_access(p->vals, n_slots * page_bytes);
+  /* the page map is looked up at random rows by every thinned z step */
+  fly_mem_random_access(p->slot_of, (size_t)p->info.n_pages * sizeof *p->slot_of);
   for(int64_t k = 0; k < p->info.n_pages; k++) p->slot_of[k] = -1;
   for(int32_t i = 0; i < p->n_slots; i++){
     p->slots[i].page_no = -1;
     p->slots[i].prev = i - 1;
     p->slots[i].next = i + 1 < p->n_slots ? i + 1 : -1;
+    p->ghost[i] = -1;
   }
   p->head = 0;
   p->tail = p->n_slots - 1;
@@ -309,6 +325,7 @@ void fly_pages_close(fly_pages *p)
   fly_free(p->meta);
   fly_free(p->slot_of);
   fly_free(p->slots);
+  fly_free(p->ghost);
   fly_free(p->vals);
   fly_free(p->io);
   fly_free(p->scratch);
@@ -326,6 +343,11 @@ int fly_pages_row_cached(const fly_pages *p, int64_t row)
 {
   if( row < 0 || row >= p->info.n_rows ) return 0;
   return p->slot_of[row / p->info.page_rows] >= 0;
+}
+
+void fly_pages_prefetch_row(const fly_pages *p, int64_t row)
+{
+  __builtin_prefetch(&p->slot_of[row / p->info.page_rows]);
 }
 
 void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s)
@@ -368,59 +390,67 @@ static fly_rc seek_blob(fly_pages *p, int64_t k, fly_err *err)
   return FLY_OK;
 }
 
-/* Read, verify and decode page k into dst (page_vals doubles). */
-static fly_rc fetch_page(fly_pages *p, int64_t k, double *dst, fly_err *err)
+/* Read page k's stored payload into buf (io_cap bytes, or the page's raw
+ * size when its codec is raw) and verify its size and checksum; *nb is its
+ * size in bytes. */
+static fly_rc read_payload(fly_pages *p, int64_t k, void *buf, int *nb,
+                           fly_err *err)
 {
   const pmeta *m = &p->meta[k];
-  size_t n_vals = (size_t)m->n_rows * p->info.width;
-  size_t raw = n_vals * (size_t)p->info.prec;
-  double t0 = now_seconds();
+  size_t raw = (size_t)m->n_rows * p->info.width * (size_t)p->info.prec;
   fly_rc rc;
-  int nb, s = SQLITE_OK;
+  int s = SQLITE_OK;
 
   for(int attempt = 0; attempt < 2; attempt++){
     if( (rc = seek_blob(p, k, err)) ) return rc;
-    nb = sqlite3_blob_bytes(p->blob);
-    if( m->codec == FLY_CODEC_RAW ? (size_t)nb != raw : (size_t)nb > p->io_cap )
+    *nb = sqlite3_blob_bytes(p->blob);
+    if( m->codec == FLY_CODEC_RAW ? (size_t)*nb != raw : (size_t)*nb > p->io_cap )
       return fly_fail(err, FLY_CORRUPT, "%s, page %lld: stored payload of %d "
                       "bytes, but the page holds %zu raw bytes (%s)", p->name,
-                      (long long)k, nb, raw,
+                      (long long)k, *nb, raw,
                       m->codec == FLY_CODEC_RAW ? "raw" : "lz4");
-    void *buf = m->codec == FLY_CODEC_RAW && p->info.prec == FLY_PREC_F64
-              ? (void *)dst : (void *)p->io;
-    s = sqlite3_blob_read(p->blob, buf, nb, 0);
+    s = sqlite3_blob_read(p->blob, buf, *nb, 0);
     if( s == SQLITE_OK ){
-      uint64_t sum = fly_codec_checksum(buf, (size_t)nb);
+      uint64_t sum = fly_codec_checksum(buf, (size_t)*nb);
       if( sum != m->checksum )
         return fly_fail(err, FLY_CORRUPT, "%s, page %lld: checksum mismatch "
                         "(stored 0x%016llx, computed 0x%016llx)", p->name,
                         (long long)k, (unsigned long long)m->checksum,
                         (unsigned long long)sum);
-      if( buf != (void *)dst ){
-        rc = fly_codec_decode((int)m->codec, buf, (size_t)nb, p->info.prec,
-                              n_vals, dst, p->scratch, err);
-        if( rc ){
-          fly_err_prefix(err, "%s, page %lld", p->name, (long long)k);
-          return rc;
-        }
-      }
       p->st.page_reads++;
-      p->st.decode_seconds += now_seconds() - t0;
       return FLY_OK;
     }
     release(p);                 /* SQLITE_ABORT: expired by a write; retry */
     if( s != SQLITE_ABORT ) break;
   }
-  rc = fly_fail(err, FLY_SQL, "%s, page %lld: reading the payload: %s (%s)",
-                p->name, (long long)k, sqlite3_errstr(s), fly_db_path(p->db));
+  return fly_fail(err, FLY_SQL, "%s, page %lld: reading the payload: %s (%s)",
+                  p->name, (long long)k, sqlite3_errstr(s), fly_db_path(p->db));
+}
+
+/* Read, verify and decode page k into dst (page_vals doubles). */
+static fly_rc fetch_page(fly_pages *p, int64_t k, double *dst, fly_err *err)
+{
+  const pmeta *m = &p->meta[k];
+  size_t n_vals = (size_t)m->n_rows * p->info.width;
+  void *buf = m->codec == FLY_CODEC_RAW && p->info.prec == FLY_PREC_F64
+            ? (void *)dst : (void *)p->io;
+  int nb;
+  fly_rc rc = read_payload(p, k, buf, &nb, err);
+  if( rc == FLY_OK && buf != (void *)dst ){
+    rc = fly_codec_decode((int)m->codec, buf, (size_t)nb, p->info.prec,
+                          n_vals, dst, p->scratch, err);
+    if( rc ) fly_err_prefix(err, "%s, page %lld", p->name, (long long)k);
+  }
   return rc;
 }
 
 static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
 {
+  double t0 = now_seconds();
   if( p->prof ) fly_prof_push(p->prof, FLY_PROF_DECODE);
   fly_rc rc = fetch_page(p, k, dst, err);
   if( p->prof ) fly_prof_pop(p->prof);
+  p->st.decode_seconds += now_seconds() - t0;
   return rc;
 }
 
@@ -577,6 +607,44 @@ static void radix_sort(fly_pages *p, size_t n)
   }
 }
 
+/* Whether read_rows reads page k past the cache (see Admission above). */
+static int passes_by(const fly_pages *p, int64_t k)
+{
+  return p->slot_of[k] == -1 && p->meta[k].codec == FLY_CODEC_RAW
+      && p->slots[p->tail].page_no >= 0;
+}
+
+static void ghost_add(fly_pages *p, int64_t k)
+{
+  int64_t old = p->ghost[p->ghost_pos];
+  if( old >= 0 && p->slot_of[old] == GHOST ) p->slot_of[old] = -1;
+  p->ghost[p->ghost_pos] = k;
+  p->slot_of[k] = GHOST;
+  if( ++p->ghost_pos == p->n_slots ) p->ghost_pos = 0;
+}
+
+/* Page k (raw) read into io; decode only the m rows its keys ask for. */
+static fly_rc read_past(fly_pages *p, int64_t k, const uint64_t *keys,
+                        size_t m, const int64_t *ids, double *out,
+                        fly_err *err)
+{
+  const size_t w = p->info.width, row_bytes = w * (size_t)p->info.prec;
+  const int64_t P = p->info.page_rows;
+  double t0 = now_seconds();
+  int nb;
+  if( p->prof ) fly_prof_push(p->prof, FLY_PROF_DECODE);
+  fly_rc rc = read_payload(p, k, p->io, &nb, err);
+  for(size_t j = 0; rc == FLY_OK && j < m; j++){
+    size_t i = (size_t)(keys[j] & 0xffffffffu);
+    rc = fly_codec_decode(FLY_CODEC_RAW, p->io + (size_t)(ids[i] - k * P) * row_bytes,
+                          row_bytes, p->info.prec, w, out + i * w, NULL, err);
+  }
+  if( rc == FLY_OK ) ghost_add(p, k);
+  if( p->prof ) fly_prof_pop(p->prof);
+  p->st.decode_seconds += now_seconds() - t0;
+  return rc;
+}
+
 fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
                            double *out, fly_err *err)
 {
@@ -608,16 +676,19 @@ fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
   }
 
   keys = p->keys;
-  int64_t cur = -1;
-  const double *rows = NULL;
-  for(size_t j = 0; j < n; j++){
+  for(size_t j = 0, e; j < n && rc == FLY_OK; j = e){
     int64_t k = (int64_t)(keys[j] >> 32);
-    size_t i = (size_t)(keys[j] & 0xffffffffu);
-    if( k != cur ){
-      if( (rc = cached(p, k, &rows, err)) ) break;
-      cur = k;
+    for(e = j + 1; e < n && (int64_t)(keys[e] >> 32) == k; e++) ;
+    if( passes_by(p, k) ){
+      rc = read_past(p, k, keys + j, e - j, ids, out, err);
+      continue;
     }
-    memcpy(out + i * w, rows + (size_t)(ids[i] - k * P) * w, w * sizeof *out);
+    const double *rows = NULL;
+    if( (rc = cached(p, k, &rows, err)) ) break;
+    for(size_t t = j; t < e; t++){
+      size_t i = (size_t)(keys[t] & 0xffffffffu);
+      memcpy(out + i * w, rows + (size_t)(ids[i] - k * P) * w, w * sizeof *out);
+    }
   }
   release(p);
   if( rc == FLY_OK ) p->st.rows_read += (int64_t)n;

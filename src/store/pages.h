@@ -66,9 +66,17 @@ fly_rc fly_pages_get(fly_pages *p, int64_t page_no, const double **rows,
  * cost a memcpy, not a fetch).  O(1); 0 for a row out of range. */
 int    fly_pages_row_cached(const fly_pages *p, int64_t row);
 
+/* Start loading what fly_pages_row_cached(p, row) reads (a page map entry:
+ * a cache miss at random rows of a large store), so a loop over many rows
+ * can overlap those misses.  A hint only; row must be in range. */
+void   fly_pages_prefetch_row(const fly_pages *p, int64_t row);
+
 /* Copy rows ids[0..n) (any order, repeats allowed, each < n_rows) into
  * out[i*width ...] in the caller's order.  Pages are visited in page order,
- * each once per call, through the cache.  FLY_RANGE for an id out of range. */
+ * each once per call, through the cache; once the cache is full, a raw page
+ * not asked for lately is read past it (only its requested rows decoded,
+ * the page remembered, and cached on its next miss).  FLY_RANGE for an id
+ * out of range. */
 fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
                            double *out, fly_err *err);
 
