@@ -444,13 +444,24 @@ static fly_rc fetch_page(fly_pages *p, int64_t k, double *dst, fly_err *err)
   return rc;
 }
 
+/* Fetches are charged to FLY_PROF_DECODE and to decode_seconds. */
+static double fetch_begin(fly_pages *p)
+{
+  if( p->prof ) fly_prof_push(p->prof, FLY_PROF_DECODE);
+  return now_seconds();
+}
+
+static void fetch_end(fly_pages *p, double t0)
+{
+  p->st.decode_seconds += now_seconds() - t0;
+  if( p->prof ) fly_prof_pop(p->prof);
+}
+
 static fly_rc fetch(fly_pages *p, int64_t k, double *dst, fly_err *err)
 {
-  double t0 = now_seconds();
-  if( p->prof ) fly_prof_push(p->prof, FLY_PROF_DECODE);
+  double t0 = fetch_begin(p);
   fly_rc rc = fetch_page(p, k, dst, err);
-  if( p->prof ) fly_prof_pop(p->prof);
-  p->st.decode_seconds += now_seconds() - t0;
+  fetch_end(p, t0);
   return rc;
 }
 
@@ -630,9 +641,8 @@ static fly_rc read_past(fly_pages *p, int64_t k, const uint64_t *keys,
 {
   const size_t w = p->info.width, row_bytes = w * (size_t)p->info.prec;
   const int64_t P = p->info.page_rows;
-  double t0 = now_seconds();
+  double t0 = fetch_begin(p);
   int nb;
-  if( p->prof ) fly_prof_push(p->prof, FLY_PROF_DECODE);
   fly_rc rc = read_payload(p, k, p->io, &nb, err);
   for(size_t j = 0; rc == FLY_OK && j < m; j++){
     size_t i = (size_t)(keys[j] & 0xffffffffu);
@@ -640,8 +650,7 @@ static fly_rc read_past(fly_pages *p, int64_t k, const uint64_t *keys,
                           row_bytes, p->info.prec, w, out + i * w, NULL, err);
   }
   if( rc == FLY_OK ) ghost_add(p, k);
-  if( p->prof ) fly_prof_pop(p->prof);
-  p->st.decode_seconds += now_seconds() - t0;
+  fetch_end(p, t0);
   return rc;
 }
 

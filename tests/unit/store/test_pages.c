@@ -442,6 +442,61 @@ done:
 
 /* ---- corruption ------------------------------------------------------- */
 
+/* Once the cache is full, read_rows reads a raw page it has not seen lately
+ * past the cache (values still exact and verified) and caches it on its
+ * next miss. */
+static void test_read_past(void)
+{
+  enum { N = 1000, W = 3, P = 100 };        /* 10 raw f32 pages */
+  fly_db *db = fresh_db();
+  fly_err err = {0};
+  fly_pages *p = NULL;
+  const double *rows;
+  size_t nr;
+  double out[4 * W];
+  int64_t ids[4] = { 517, 503, 598, 517 };   /* page 5, a repeat */
+  fly_pages_stats a, b;
+
+  TAP_OK(make_dataset(db, 1, 0, N, W, P, FLY_PREC_F32), "10-page raw f32 data set");
+  fly_rc rc = fly_pages_open(db, FLY_TABLE_DATA, 1, 3 * P * W * sizeof(double),
+                             &p, &err);
+  TAP_OK(rc == FLY_OK, "open with a 3-page cache");
+  if( rc ) goto done;
+  for(int64_t k = 0; k < 3; k++) fly_pages_get(p, k, &rows, &nr, &err);
+  fly_pages_stats_get(p, &b);
+  rc = fly_pages_read_rows(p, ids, 4, out, &err);
+  fly_pages_stats_get(p, &a);
+  TAP_OK(rc == FLY_OK && rows_equal(out, ids, 4, W, 0, FLY_PREC_F32)
+         && a.page_reads - b.page_reads == 1 && !fly_pages_row_cached(p, 517)
+         && fly_pages_row_cached(p, 0) && fly_pages_row_cached(p, 250),
+         "full cache: a new page is read once, past the cache, rows exact");
+  rc = fly_pages_read_rows(p, ids, 4, out, &err);
+  fly_pages_stats_get(p, &b);
+  TAP_OK(rc == FLY_OK && rows_equal(out, ids, 4, W, 0, FLY_PREC_F32)
+         && b.page_reads - a.page_reads == 1 && fly_pages_row_cached(p, 517)
+         && !fly_pages_row_cached(p, 0),
+         "its next miss caches it (evicting the least recent page)");
+  rc = fly_pages_read_rows(p, ids, 4, out, &err);
+  fly_pages_stats_get(p, &a);
+  TAP_OK(rc == FLY_OK && a.page_reads == b.page_reads
+         && a.cache_hits - b.cache_hits == 1, "then it is a cache hit");
+
+  /* a corrupt page read past the cache is still caught */
+  sql(db, "UPDATE page SET checksum = checksum + 1 WHERE dataset_id = 1 AND page_no = 8");
+  fly_pages_close(p);
+  p = NULL;
+  rc = fly_pages_open(db, FLY_TABLE_DATA, 1, 3 * P * W * sizeof(double), &p, &err);
+  for(int64_t k = 0; rc == FLY_OK && k < 3; k++)
+    rc = fly_pages_get(p, k, &rows, &nr, &err);
+  int64_t bad = 812;
+  if( rc == FLY_OK ) rc = fly_pages_read_rows(p, &bad, 1, out, &err);
+  TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, "page 8: checksum mismatch"),
+         "checksum verified when read past the cache (%s)", err.msg);
+done:
+  fly_pages_close(p);
+  fly_db_close(db);
+}
+
 static void test_corruption(void)
 {
   enum { N = 1000, W = 3, P = 64 };
@@ -701,6 +756,7 @@ int main(void)
   test_write_read();
   test_many_pages();
   test_lru();
+  test_read_past();
   test_corruption();
   test_bound();
   test_writer_errors();
