@@ -351,18 +351,14 @@ static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
       for(size_t j = 0; j < c->nxi; j++)
         c->cxi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
   }
-  if( c->cfg->sketch && !c->cfg->sketch_all ){
-    /* Which candidates reach this batch depends on the page cache (cached
-     * rows skip the sketch's checks), and BLAS rounds a row's x'theta by
-     * its place in a batch; so each row is evaluated on its own and its
-     * gap does not depend on --cache-mb.  Else one seed's chains differ
-     * in the last bits, which warm-up's step-size adaptation amplifies. */
-    for(size_t i = 0; i < k; i++)
-      c->m->type->eval(c->m, c->th, c->cX + i * c->W, c->W, c->cxi + i * c->nxi,
-                       1, c->logL + i, c->logB + i, c->work);
-  }else{
-    c->m->type->eval(c->m, c->th, c->cX, c->W, c->cxi, k, c->logL, c->logB,
-                     c->work);
+  /* Which candidates reach this batch can depend on the page cache
+   * (cached rows skip the sketch's checks), so it is evaluated in chunks
+   * the model computes row by row (model.h): a row's gap, and so a seed's
+   * draws, do not depend on --cache-mb. */
+  for(size_t o = 0; o < k; o += FLY_ROWWISE){
+    size_t n = k - o < FLY_ROWWISE ? k - o : FLY_ROWWISE;
+    c->m->type->eval(c->m, c->th, c->cX + o * c->W, c->W, c->cxi + o * c->nxi,
+                     n, c->logL + o, c->logB + o, c->work);
   }
   for(size_t i = 0; i < k; i++) c->cgap[i] = c->logL[i] - c->logB[i];
   c->n_reads += (int64_t)k;

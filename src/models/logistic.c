@@ -166,12 +166,17 @@ static double tsign(const double *X, size_t ldx, size_t tcol, size_t i)
   return X[i * ldx + tcol] > 0.5 ? 1.0 : -1.0;
 }
 
-/* out[i] = th'x_i for the n rows. */
+/* out[i] = th'x_i for the n rows (row by row up to FLY_ROWWISE). */
 static void lin(const fly_model *m, const double *th, const double *X,
                 size_t ldx, size_t n, double *out)
 {
   if( m->D == 0 ){
     for( size_t i = 0; i < n; i++ ) out[i] = 0;
+    return;
+  }
+  if( n <= FLY_ROWWISE ){
+    for( size_t i = 0; i < n; i++ )
+      out[i] = cblas_ddot((int)m->D, X + i * ldx, 1, th, 1);
     return;
   }
   cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)m->D, 1.0, X,

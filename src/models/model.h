@@ -26,6 +26,15 @@
 
 typedef struct fly_model_type fly_model_type;
 
+/* A call on at most FLY_ROWWISE rows computes each row's linear predictors
+ * with a BLAS call of that row's own (a dot product, or a K x D matrix
+ * times the row), so a row gets the same bits whatever other rows share
+ * the call.  Larger calls use one matrix kernel for the block, faster, but
+ * it rounds a row by its place in the block.  The chain evaluates batches
+ * whose make-up the page cache decides in chunks of this many rows, so
+ * --cache-mb cannot change a seed's draws. */
+#define FLY_ROWWISE 16
+
 #define FLY_BOX_MAX 8   /* bucket constants of a box bound (n_box) */
 
 typedef enum { FLY_PRIOR_NORMAL = 0, FLY_PRIOR_LAPLACE = 1 } fly_prior;

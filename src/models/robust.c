@@ -162,12 +162,16 @@ static void tangent(const fly_model *m, double K, float xf, double *a,
   if( eps ) *eps = e;
 }
 
-/* out[i] = r_i = (y_i - th'x_i)/sigma for the n rows. */
+/* out[i] = r_i = (y_i - th'x_i)/sigma for the n rows (th'x_i row by row
+ * up to FLY_ROWWISE). */
 static void resid(const fly_model *m, const double *th, const double *X,
                   size_t ldx, size_t n, double *out)
 {
   if( m->D == 0 ){
     for( size_t i = 0; i < n; i++ ) out[i] = 0;
+  }else if( n <= FLY_ROWWISE ){
+    for( size_t i = 0; i < n; i++ )
+      out[i] = cblas_ddot((int)m->D, X + i * ldx, 1, th, 1);
   }else{
     cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)m->D, 1.0, X,
                 (int)ldx, th, 1, 0.0, out, 1);

@@ -181,12 +181,18 @@ static double p_of(const brow *b, size_t k)
   return exp(v_of(b, k) - b->lv);
 }
 
-/* S = X_D th' (n x K): s_ik = th_k'x_i. */
+/* S = X_D th' (n x K): s_ik = th_k'x_i (row by row up to FLY_ROWWISE). */
 static void lin(const fly_model *m, const double *th, const double *X,
                 size_t ldx, size_t n, double *S)
 {
   if( m->D == 0 ){
     memset(S, 0, n * m->K * sizeof *S);
+    return;
+  }
+  if( n <= FLY_ROWWISE ){
+    for( size_t i = 0; i < n; i++ )
+      cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)m->K, (int)m->D, 1.0, th,
+                  (int)m->D, X + i * ldx, 1, 0.0, S + i * m->K, 1);
     return;
   }
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)m->K,

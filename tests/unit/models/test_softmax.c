@@ -23,6 +23,7 @@
 #include "store/pages.h"
 #include "store/pagewriter.h"
 #include "coef_check.h"
+#include "rowwise_check.h"
 #include "fd_sums.h"
 #include "tap.h"
 #include "store_fixture.h"
@@ -1067,6 +1068,27 @@ static void test_coef(size_t K)
   free(X); free(xi); free(wL); free(wB);
 }
 
+/* Up to FLY_ROWWISE rows, a row's values do not depend on its company. */
+static void test_rowwise(void)
+{
+  enum { K = 5, D = MAXD };
+  fly_model m = mk(K, D);
+  fly_rng r;
+  fly_rng_seed(&r, 33, 0);
+  size_t N = 60, nbad = 0;
+  double *X = data(&r, N, K, D, 1.0);
+  float *xi = malloc(N * K * sizeof *xi);
+  for( int rep = 0; rep < 5; rep++ ){
+    double th[MAXP];
+    for( size_t j = 0; j < K * D; j++ ) th[j] = fly_rng_normal(&r);
+    for( size_t i = 0; i < N; i++ ) rand_psi(&r, K, xi + i * K);
+    nbad += rowwise_mismatch(&m, th, X, D + 2, xi, K, N);
+  }
+  TAP_OK(nbad == 0, "eval of <= %d rows: %zu of %zu rows differ from the row alone",
+         FLY_ROWWISE, nbad, 5 * N);
+  free(X); free(xi);
+}
+
 int main(void)
 {
   test_bound_le();
@@ -1076,6 +1098,7 @@ int main(void)
     test_gap_bound(K);
     test_coef(K);
   }
+  test_rowwise();
   test_target();
   test_vs_logistic();
   test_tune();
