@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "models/model.h"
+#include "util/rng.h"
 
 /* Rows i of the N whose logL or logB differ between eval on row i alone
  * and eval on any chunk of n = 2..FLY_ROWWISE rows holding it (chunks
@@ -36,6 +37,24 @@ static size_t rowwise_mismatch(const fly_model *m, const double *th,
     }
   for( size_t i = 0; i < N; i++ ) nbad += bad[i];
   free(w); free(l1); free(b1); free(bad);
+  return nbad;
+}
+
+/* rowwise_mismatch summed over REPS draws of th ~ N(0, I) and of every
+ * row's n_xi bound parameters by draw_xi. */
+static size_t rowwise_reps(const fly_model *m, const double *X, size_t ldx,
+                           size_t N, fly_rng *r, int reps,
+                           void (*draw_xi)(fly_rng *r, float *xi))
+{
+  size_t P = m->type->n_params(m), nxi = m->type->n_xi(m), nbad = 0;
+  double *th = malloc(P * sizeof *th);
+  float *xi = malloc(N * nxi * sizeof *xi);
+  for( int rep = 0; rep < reps; rep++ ){
+    for( size_t j = 0; j < P; j++ ) th[j] = fly_rng_normal(r);
+    for( size_t i = 0; i < N; i++ ) draw_xi(r, xi + i * nxi);
+    nbad += rowwise_mismatch(m, th, X, ldx, xi, nxi, N);
+  }
+  free(th); free(xi);
   return nbad;
 }
 

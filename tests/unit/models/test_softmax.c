@@ -1069,24 +1069,18 @@ static void test_coef(size_t K)
 }
 
 /* Up to FLY_ROWWISE rows, a row's values do not depend on its company. */
+static void draw_psi5(fly_rng *r, float *xi) { rand_psi(r, 5, xi); }
+
 static void test_rowwise(void)
 {
-  enum { K = 5, D = MAXD };
-  fly_model m = mk(K, D);
+  fly_model m = mk(5, MAXD);
   fly_rng r;
   fly_rng_seed(&r, 33, 0);
-  size_t N = 60, nbad = 0;
-  double *X = data(&r, N, K, D, 1.0);
-  float *xi = malloc(N * K * sizeof *xi);
-  for( int rep = 0; rep < 5; rep++ ){
-    double th[MAXP];
-    for( size_t j = 0; j < K * D; j++ ) th[j] = fly_rng_normal(&r);
-    for( size_t i = 0; i < N; i++ ) rand_psi(&r, K, xi + i * K);
-    nbad += rowwise_mismatch(&m, th, X, D + 2, xi, K, N);
-  }
-  TAP_OK(nbad == 0, "eval of <= %d rows: %zu of %zu rows differ from the row alone",
-         FLY_ROWWISE, nbad, 5 * N);
-  free(X); free(xi);
+  double *X = data(&r, 60, 5, MAXD, 1.0);
+  size_t nbad = rowwise_reps(&m, X, MAXD + 2, 60, &r, 5, draw_psi5);
+  TAP_OK(nbad == 0, "eval of <= %d rows: %zu of 300 rows differ from the row alone",
+         FLY_ROWWISE, nbad);
+  free(X);
 }
 
 int main(void)
