@@ -171,9 +171,9 @@ static fly_opt sample_opts_tmpl[] = {
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
   { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 13 bytes a row that bound each row's "
-                             "linear predictor, so most thinned candidates are rejected "
-                             "without a read (default on for logistic and robust; it "
-                             "changes which rows are read, not the chain's decisions)", 0, 0 },
+                             "linear predictors, so most thinned candidates are rejected "
+                             "without a read (default on; it changes which rows are "
+                             "read, not the chain's draws)", 0, 0 },
   { "full-logpost-every", FLY_OPT_VALUE, "every K iterations store the exact full-data "
                                          "log posterior (a full scan; off by default)", 0, 0 },
   { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
@@ -687,9 +687,8 @@ static int run_sample(fly_args *a, int64_t resume_id)
   /* --sketch on where it cannot apply is a usage error; by default a
    * sketch is kept wherever it applies */
   if( sc.sketch == 1 && !(sc.z == FLY_Z_GIBBS && fly_sketch_fits(&m)) ){
-    fprintf(stderr, "flydb sample: --sketch on is for --z gibbs with a model whose "
-            "parameters are one vector (logistic, robust); this run is %s with %s\n",
-            fly_zmode_name(sc.z), m.type->name);
+    fprintf(stderr, "flydb sample: --sketch on is for --z gibbs; this run is %s\n",
+            fly_zmode_name(sc.z));
     fly_db_close(db);
     return 2;
   }
@@ -722,7 +721,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
     /* The sketches (a scan of the data pages, on a connection of their
      * own) are built beside the bucket index (three scans of the bound
      * pages): at 10^8 rows they are 15 s and 10 s of start-up. */
-    sketch_job sj = { sc.db_path, ds, &m, bd->chol_prec, &sk, FLY_OK, {0} };
+    sketch_job sj = { sc.db_path, ds, &m, bd->chol_key, &sk, FLY_OK, {0} };
     pthread_t sth;
     int threaded = sc.sketch && pthread_create(&sth, NULL, build_sketch, &sj) == 0;
     fly_pages *bp = NULL;

@@ -104,7 +104,7 @@ struct fly_chain {
   float     *cxi;
   size_t     c_cap;
   double    *pbar;            /* gibbs: thinning probability of each bucket */
-  double    *skw;             /* gibbs with a sketch: w = L'(th - th_map) */
+  fly_sketch_at skat;         /* gibbs with a sketch: th - th_map in its coordinates */
   /* counters of the current iteration */
   int64_t    n_lik, n_reads, n_cand, n_viol;
   int        scanned;
@@ -460,7 +460,6 @@ static void keep_candidates(fly_chain *c, size_t *k)
 {
   const fly_sketch *sk = c->cfg->sketch;
   const fly_buckets *bk = c->cfg->buckets;
-  fly_sketch_at at = { c->skw, 0, 0, 0 };
   size_t kept = 0;
   if( sk && *k ){
     /* the loop below loads, per candidate, its page map entry, its
@@ -470,7 +469,7 @@ static void keep_candidates(fly_chain *c, size_t *k)
       fly_pages_prefetch_row(c->data, c->cid[j]);
       __builtin_prefetch(bk->xi + (size_t)c->cid[j] * c->nxi);
     }
-    fly_sketch_prep(sk, c->th, c->cfg->bounds->theta_map, &at);
+    fly_sketch_prep(sk, c->m, c->th, c->cfg->bounds->theta_map, &c->skat);
   }
   for(size_t j = 0; j < *k; j++){
     double u = fly_rng_uniform(&c->rng), ph = c->cpbar[j];
@@ -478,7 +477,7 @@ static void keep_candidates(fly_chain *c, size_t *k)
      * than the checks, which are for rows that would cost a fetch */
     if( sk && (c->cfg->sketch_all || !fly_pages_row_cached(c->data, c->cid[j])) ){
       int64_t row = c->cid[j];
-      double rho = fly_sketch_rho(sk, row, &at);
+      double rho = fly_sketch_rho(sk, row, &c->skat);
       const float *xr = bk->xi + (size_t)row * c->nxi;
       double q = -expm1(-fly_buckets_row_upper(bk, c->cbk[j], c->m, xr, rho));
       if( q < ph ) ph = q;
@@ -720,18 +719,19 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     }
   }
   if( cfg->z == FLY_Z_GIBBS &&
-      (!(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ||
-       (cfg->sketch && !(c->skw = fly_alloc_array(cfg->sketch->D + 1, sizeof *c->skw)))) ){
+      !(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ){
     rc = fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", cfg->buckets->nb);
     goto done;
   }
   if( cfg->sketch && (cfg->z != FLY_Z_GIBBS || cfg->sketch->D != cfg->m->D ||
-                      cfg->sketch->N != cfg->N) ){
+                      cfg->sketch->N != cfg->N ||
+                      cfg->sketch->nd != (cfg->m->type->dirs ? cfg->m->K : 1)) ){
     rc = fly_fail(err, FLY_MISUSE, "a sketch of %lld rows x %zu features for a "
                   "%s chain of %lld rows x %zu", (long long)cfg->sketch->N,
                   cfg->sketch->D, fly_zmode_name(cfg->z), (long long)cfg->N, cfg->m->D);
     goto done;
   }
+  if( cfg->sketch && (rc = fly_sketch_at_init(cfg->sketch, &c->skat, err)) ) goto done;
   c->th = fly_alloc_array(c->P, sizeof *c->th);
   if( !c->th ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
   if( (rc = ev_reserve(c, CHUNK, err)) ) goto done;
@@ -788,7 +788,7 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->cu);
   fly_free(c->cbk);
   fly_free(c->cph);
-  fly_free(c->skw);
+  fly_sketch_at_free(&c->skat);
   fly_free(c->cxi);
   fly_free(c->tcoef);
   fly_free(c->pbar);

@@ -16,15 +16,17 @@
  * E ~ s sqrt(k/12) and E ||w|| is typically 30% below (s/2) sum |w_j|.
  *
  * Any invertible L makes x'd = (L^-1 x)'(L'd) exact; the bound set's
- * Cholesky factor of the Laplace precision (the thinning metric for these
- * models) makes w isotropic at the posterior, so no coordinate dominates.
+ * Cholesky factor of key_prec (the thinning metric: the Laplace precision
+ * for logistic and robust, the scaled average class block for softmax)
+ * makes w about isotropic at the posterior, so no coordinate dominates.
  * Rounding: y = L^-1 x and w = L'd are computed in double (dtrsm, dtrmv) as
  * tune.c computes ||x||_P, and rho is a sum of non-negative terms each to a
  * few ulps; the models' keys carry a relative margin of 1e-3 (KAPPA) for
- * exactly these errors (logistic.c, robust.c).
+ * exactly these errors (logistic.c, robust.c, softmax.c).
  *
  * Cost: build O(N D^2) in one sequential scan of the data pages (dtrsm per
- * page); prep O(D^2) per z step; rho O(k) per candidate, no allocation.
+ * page); prep O(nd D^2) per z step; rho O(nd k) per candidate, no
+ * allocation.
  */
 #include "flymc/sketch.h"
 
@@ -38,7 +40,7 @@
 
 int fly_sketch_fits(const fly_model *m)
 {
-  return m->D > 0 && m->type->n_params(m) == m->D;
+  return m->D > 0 && (m->type->n_params(m) == m->D || m->type->dirs);
 }
 
 /* The smallest code c in [lo, 254] with step[c] >= v, or NONE.  frexp
@@ -103,6 +105,7 @@ fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
                     "%zu-value rows", m->type->name, D, W);
   s->N = in->n_rows;
   s->D = D;
+  s->nd = m->type->dirs ? m->K : 1;
   s->k = D < FLY_SKETCH_DIMS ? D : FLY_SKETCH_DIMS;
   for(int c = 0; c < 256; c++){
     s->step[c] = exp2((double)(c - 128) / 8.0);
@@ -145,42 +148,83 @@ done:
   return rc;
 }
 
-void fly_sketch_prep(const fly_sketch *s, const double *th,
+fly_rc fly_sketch_at_init(const fly_sketch *s, fly_sketch_at *at, fly_err *err)
+{
+  size_t nd = s->nd ? s->nd : 1, D = s->D;
+  memset(at, 0, sizeof *at);
+  at->d = fly_alloc_array(nd * (2 * D + 4), sizeof *at->d);
+  if( !at->d ) return fly_fail(err, FLY_NOMEM, "sketch directions (%zu x %zu)", nd, D);
+  at->nd = nd;
+  at->w = at->d + nd * D;
+  at->w1 = at->w + nd * (D + 1);
+  at->wperp = at->w1 + nd;
+  at->wnorm = at->wperp + nd;
+  return FLY_OK;
+}
+
+void fly_sketch_at_free(fly_sketch_at *at)
+{
+  if( !at ) return;
+  fly_free(at->d);
+  memset(at, 0, sizeof *at);
+}
+
+void fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
                      const double *th_map, fly_sketch_at *at)
 {
   const size_t D = s->D;
-  double *w = at->w, a = 0, a2 = 0, p = 0;
-  for(size_t j = 0; j < D; j++) w[j] = th[j] - th_map[j];
-  w[D] = 0;                                    /* see fly_sketch_rho */
-  cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit, (int)D,
-              s->L, (int)D, w, 1);             /* w = L' d */
-  for(size_t j = 0; j < s->k; j++){
-    a += fabs(w[j]);
-    a2 += w[j] * w[j];
+  if( m->type->dirs ) m->type->dirs(m, th, th_map, at->d);
+  else for(size_t j = 0; j < D; j++) at->d[j] = th[j] - th_map[j];
+  for(size_t q = 0; q < at->nd; q++){
+    double *w = at->w + q * (D + 1), a = 0, a2 = 0, p = 0;
+    memcpy(w, at->d + q * D, D * sizeof *w);
+    w[D] = 0;                                  /* see fly_sketch_rho */
+    cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit, (int)D,
+                s->L, (int)D, w, 1);           /* w = L' d */
+    for(size_t j = 0; j < s->k; j++){
+      a += fabs(w[j]);
+      a2 += w[j] * w[j];
+    }
+    for(size_t j = s->k; j < D; j++) p += w[j] * w[j];
+    at->w1[q] = a;
+    at->wperp[q] = sqrt(p);
+    at->wnorm[q] = sqrt(a2 + p);
   }
-  for(size_t j = s->k; j < D; j++) p += w[j] * w[j];
-  at->w1 = a;
-  at->wperp = sqrt(p);
-  at->wnorm = sqrt(a2 + p);
 }
 
-double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
+/* rho_q >= |x'd_q| from the row's code o (scale sc, error norm E). */
+static double rho_dir(const fly_sketch *s, const uint8_t *o, double sc, double E,
+                      const fly_sketch_at *at, size_t q)
 {
-  const double *w = at->w;
-  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
-  if( o[11] == NONE ) return INFINITY;
   /* two nibbles a byte; w has room for k rounded up to even (w[D] = 0 when
    * k = D is odd, and that nibble is 0) */
   static const double nib[16] = { 0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1 };
+  const double *w = at->w + q * (s->D + 1);
   double t0 = 0, t1 = 0;
   for(size_t i = 0; i < (s->k + 1) / 2; i++){
     t0 += nib[o[i] & 15] * w[2 * i];
     t1 += nib[o[i] >> 4] * w[2 * i + 1];
   }
   double t = t0 + t1;
-  double sc = s->step[o[11]], E = o[12] ? s->step[o[12]] : 0.0;
-  double by_coord = 0.5 * sc * at->w1 + E * at->wperp, by_norm = E * at->wnorm;
+  double by_coord = 0.5 * sc * at->w1[q] + E * at->wperp[q];
+  double by_norm = E * at->wnorm[q];
   return fabs(t) * sc + (by_norm < by_coord ? by_norm : by_coord);
+}
+
+double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
+{
+  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
+  if( o[11] == NONE ) return INFINITY;
+  double sc = s->step[o[11]], E = o[12] ? s->step[o[12]] : 0.0;
+  if( at->nd == 1 ) return rho_dir(s, o, sc, E, at, 0);
+  /* the root of a sum of squares to a few ulps: the models' KAPPA margin
+   * covers it (softmax.c) */
+  double r2 = 0;
+  for(size_t q = 0; q < at->nd; q++){
+    double r = rho_dir(s, o, sc, E, at, q);
+    r2 += r * r;
+  }
+  return sqrt(r2);
 }
 
 void fly_sketch_free(fly_sketch *s)

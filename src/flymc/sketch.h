@@ -19,11 +19,14 @@
  * with probability p_hat / pbar (p_hat from rho, fly_model_gap_upper_rho),
  * and only kept candidates are read: exact, because p_n <= p_hat.
  *
- * Memory: FLY_SKETCH_BYTES a row whatever D (DESIGN.md section 4: tens of
- * bytes a row, independent of D), plus D^2 doubles.  Only for models whose
- * parameters are one D-vector (logistic, robust): softmax's K class rows
- * would need K w's and K-fold rho.  Built by one sequential scan of the data
- * pages; shared read-only by the chains.
+ * Softmax's bound sees th through K centred class rows d_k (model.h,
+ * type->dirs) and needs sum_k (x'd_k)^2 <= rho^2: the same code gives one
+ * rho_k per d_k, and rho = sqrt(sum_k rho_k^2); the coordinates are those
+ * of key_prec (D x D) for every model.
+ *
+ * Memory: FLY_SKETCH_BYTES a row whatever D and K (DESIGN.md section 4:
+ * tens of bytes a row, independent of D), plus D^2 doubles.  Built by one
+ * sequential scan of the data pages; shared read-only by the chains.
  */
 #ifndef FLY_SKETCH_H
 #define FLY_SKETCH_H
@@ -41,6 +44,7 @@
 typedef struct fly_sketch {
   int64_t  N;
   size_t   D, k;            /* features; coordinates kept, min(D, 22) */
+  size_t   nd;              /* directions: 1, or K with type->dirs */
   double  *L;               /* D x D row-major lower (the caller's, copied) */
   uint8_t *code;            /* N * FLY_SKETCH_BYTES */
   double   step[256];       /* code c -> 2^((c - 128)/8); 255 unused */
@@ -48,30 +52,39 @@ typedef struct fly_sketch {
   int64_t  n_none;          /* rows whose sketch says nothing (rho = inf) */
 } fly_sketch;
 
-/* Whether the model can use a sketch (its parameters are one D-vector). */
+/* Whether the model can use a sketch (its parameters are one D-vector, or
+ * it has type->dirs). */
 int    fly_sketch_fits(const fly_model *m);
 
 /* Sketch every row of the data pages (features: the first m->D values of
  * each row) in the coordinates of L: D x D, row-major, lower triangular
- * with a non-zero diagonal (fly_bounds.chol_prec, the Cholesky factor of the
- * Laplace precision, which is key_prec for these models).  L is copied. */
+ * with a non-zero diagonal (fly_bounds.chol_key, the Cholesky factor of the
+ * thinning metric key_prec).  L is copied. */
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
                         const double *L, fly_sketch *s, fly_err *err);
 
-/* theta - theta_map in the sketches' coordinates, once per z step. */
+/* th - th_map in the sketches' coordinates, once per z step: for each of
+ * the nd directions d_k (th - th_map, or type->dirs) w_k = L'd_k. */
 typedef struct fly_sketch_at {
-  double *w;        /* the caller's D + 1 doubles: L'(th - th_map), then 0 */
-  double  w1;       /* sum_{j<k} |w_j| */
-  double  wperp;    /* ||w_{k..D}|| */
-  double  wnorm;    /* ||w|| (the thinning radius r) */
+  size_t  nd;
+  double *d;        /* nd x D: the directions */
+  double *w;        /* nd x (D + 1): w_k, then 0 */
+  double *w1;       /* nd: sum_{j<k} |w_kj| */
+  double *wperp;    /* nd: ||(w_kj)_{j >= k}|| */
+  double *wnorm;    /* nd: ||w_k|| */
 } fly_sketch_at;
 
-/* Fill at (at->w set by the caller) for th. */
-void   fly_sketch_prep(const fly_sketch *s, const double *th,
+/* Allocate at for s (one block); fly_sketch_at_free releases it. */
+fly_rc fly_sketch_at_init(const fly_sketch *s, fly_sketch_at *at, fly_err *err);
+void   fly_sketch_at_free(fly_sketch_at *at);
+
+/* Fill at for th (m: the model s was built for). */
+void   fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
                        const double *th_map, fly_sketch_at *at);
 
-/* rho >= |x_row'(th - th_map)| for the th given to fly_sketch_prep
- * (+inf if the row's sketch says nothing). */
+/* rho >= sqrt(sum_k (x_row'd_k)^2) (one direction: |x_row'(th - th_map)|)
+ * for the th given to fly_sketch_prep (+inf if the row's sketch says
+ * nothing). */
 double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at);
 
 /* Start loading row's code into the CPU cache (a batch of candidates

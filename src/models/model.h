@@ -124,10 +124,10 @@ struct fly_model_type {
    * every th, gap_i(th) <= gap_upper(key_i, r) where
    * r = ||th - th_map||_{P^-1} and xnorm = ||x_i||_P; gap_upper is
    * increasing in key, so a bucket may use its largest key.  The proofs use
-   * xnorm and r only through |x_i'(th - th_map)| <= xnorm r, so also
-   * gap_i(th) <= gap_upper(key(xi_row, rho), 1) for every th with
-   * |x_i'(th - th_map)| <= rho (fly_model_gap_upper_rho; one D-vector of
-   * parameters). */
+   * xnorm and r only through |x_i'(th - th_map)| <= xnorm r (with dirs:
+   * sum_k (x_i'd_k)^2 <= xnorm^2 r^2), so also gap_i(th) <=
+   * gap_upper(key(xi_row, rho), 1) for every th with |x_i'(th - th_map)|
+   * <= rho (with dirs: sum_k (x_i'd_k)^2 <= rho^2; fly_model_gap_upper_rho). */
   double (*gap_key)(const fly_model *m, const float *xi_row, double xnorm);
   double (*gap_upper)(const fly_model *m, double key, double r);
   /* Optional (NULL: none), a tighter bound for a group of rows: for every
@@ -154,6 +154,14 @@ struct fly_model_type {
    * (for softmax the sum over class rows). */
   double (*radius)(const fly_model *m, const double *th, const double *th_map,
                    const double *H, double *work);
+  /* Optional, for parameters that are not one D-vector: the K = m->K
+   * D-vectors d_k (d, K x D row-major) through which the thinning bound
+   * sees th: gap_i(th) <= fly_model_gap_upper_rho(m, xi_i, rho) for every
+   * th and rho with sum_k (x_i'd_k)^2 <= rho^2, and r^2 = sum_k d_k'H d_k
+   * (softmax: the centred class rows of th - th_map).  NULL: one
+   * direction, d = th - th_map (n_params == D). */
+  void   (*dirs)(const fly_model *m, const double *th, const double *th_map,
+                 double *d);
 };
 
 /* The prior: log p(th) (up to a constant); grad += its gradient if non-NULL. */

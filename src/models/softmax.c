@@ -78,6 +78,9 @@
  *   gap <= (1+k)/4 xnorm^2 r^2 + 2 eps + (1+1/k)/4 sum_k df_k^2,
  *   key = (1+k)/4 xnorm^2 + 2 eps + (1+1/k)/4 sum_k df_k^2,
  *   gap_upper(key, r) = key max(1, r^2).
+ * The steps use xnorm r only as a bound on sqrt(sum_k (d_k'x)^2), so a row
+ * sketch's rho >= that norm (flymc/sketch.h, one rho per d_k from dirs())
+ * gives gap <= gap_upper(key(xi, rho), 1) = key(xi, rho) just the same.
  * Centring the radius matters: the shift direction is held only by the
  * prior, so uncentred rows would give r ~ prior scale * sqrt(data
  * precision).  H is the D x D metric of the bound set (fly_bounds.key_prec,
@@ -478,6 +481,21 @@ static double radius(const fly_model *m, const double *th,
   return q > 0 ? sqrt(q) : 0.0;
 }
 
+/* d_k = (th_k - th_map_k) - mean_j (th_j - th_map_j): the centred rows
+ * the thinning bound sees (see the file comment), as radius() forms them. */
+static void dirs(const fly_model *m, const double *th, const double *th_map,
+                 double *d)
+{
+  const size_t K = m->K, D = m->D;
+  for( size_t j = 0; j < D; j++ ){
+    double t = 0;
+    for( size_t k = 0; k < K; k++ ) t += th[k * D + j] - th_map[k * D + j];
+    t /= (double)K;
+    for( size_t k = 0; k < K; k++ )
+      d[k * D + j] = (th[k * D + j] - th_map[k * D + j]) - t;
+  }
+}
+
 const fly_model_type fly_model_softmax = {
   .name          = "softmax",
   .n_params      = n_params,
@@ -499,4 +517,5 @@ const fly_model_type fly_model_softmax = {
   .gap_key       = gap_key,
   .gap_upper     = gap_upper,
   .radius        = radius,
+  .dirs          = dirs,
 };

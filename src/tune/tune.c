@@ -999,14 +999,13 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
     goto done;
   }
   if( m->D ){                   /* key_prec must be SPD too */
-    double *t = fly_alloc_array(m->D * m->D, sizeof(double));
-    if( !t ){
+    b->chol_key = fly_alloc_array(m->D * m->D, sizeof(double));
+    if( !b->chol_key ){
       rc = fly_fail(err, FLY_NOMEM, "bound set %lld", (long long)b->id);
       goto done;
     }
-    memcpy(t, b->key_prec, m->D * m->D * sizeof(double));
-    info = chol_lower(t, m->D);
-    fly_free(t);
+    memcpy(b->chol_key, b->key_prec, m->D * m->D * sizeof(double));
+    info = chol_lower(b->chol_key, m->D);
     if( info != 0 ){
       rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: stored key_prec is "
                     "not positive definite (minor %d)", (long long)b->id,
@@ -1035,6 +1034,7 @@ void fly_bounds_free(fly_bounds *b)
   fly_free(b->key_prec);
   fly_free(b->chol_cov);
   fly_free(b->chol_prec);
+  fly_free(b->chol_key);
   fly_free(b->mom);
   fly_free(b);
 }

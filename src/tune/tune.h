@@ -94,6 +94,8 @@ typedef struct fly_bounds {
                              H to pass to type->radius (keys were made with
                              ||x||_P, P = H_D^-1); a copy of prec when
                              P == D, see tune.c for K x D parameters */
+  double *chol_key;       /* D x D: lower L, L L' = key_prec (the row
+                             sketches' coordinates, flymc/sketch.h) */
   double *mom;            /* n_mom moments, layout type->moment_layout */
   size_t  n_mom;
   double  map_logpost;    /* log prior + sum log L at the MAP (no consts) */

@@ -7,9 +7,9 @@
 # warm-up included, while far fewer rows are read (the checks skip rows
 # whose page is in the decoded cache, so the cache is kept at 1 MiB of a
 # 14 MB store); a sketch that under-bounds a row would change them.
-# Logistic and robust (one parameter vector) get a sketch by default;
-# --sketch on is a usage error for other z modes and for softmax;
-# run_config records it.
+# Every model gets a sketch by default (softmax: one rho per centred class
+# row); --sketch on is a usage error for other z modes; run_config records
+# it.
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
@@ -87,10 +87,29 @@ expect 2 "$FLYDB" sample --db g.db --sketch maybe
 err_has "--sketch: 'maybe' is not on or off"
 [ "$(q g.db "SELECT count(*) FROM run")" = "$n0" ] || fail "a usage error created a run"
 
-expect 0 "$FLYDB" ingest "$TOY/softmax.csv" --db s.db
-expect 2 "$FLYDB" sample --db s.db --model softmax --sketch on
-err_has "--sketch on is for --z gibbs with a model whose parameters are one vector"
-ok "usage errors: --sketch on with implicit or softmax, a bad value"
+ok "usage errors: --sketch on with implicit, a bad value"
+
+# softmax: one rho per centred class row, the same draws with and without
+"$GEN" --model softmax --classes 3 --rows 100000 --features 8 --seed 5 >s.csv
+expect 0 "$FLYDB" ingest s.csv --db s.db
+expect 0 "$FLYDB" tune --db s.db --model softmax
+for sk in off on; do
+  expect 0 "$FLYDB" sample --db s.db --model softmax --quiet --seed 9 --iters 600 \
+    --warmup 300 --chains 2 --cache-mb 1 --sketch $sk
+done
+a=$(q s.db "SELECT min(id) FROM run")
+b=$(q s.db "SELECT max(id) FROM run")
+nd=$(q s.db "SELECT count(*) FROM draw WHERE run_id = $a")
+ns=$(q s.db "SELECT count(*) FROM draw x JOIN draw y ON y.run_id = $b AND y.chain = x.chain
+             AND y.iter = x.iter AND y.idx = x.idx WHERE x.run_id = $a AND x.value = y.value")
+[ "$nd" -gt 0 ] && [ "$nd" = "$ns" ] || fail "softmax: draws with and without a sketch: $ns of $nd equal"
+read -r ra rb < <(q s.db "SELECT (SELECT sum(n_reads) FROM iteration WHERE run_id = $a),
+                                 (SELECT sum(n_reads) FROM iteration WHERE run_id = $b)" | tr '\t' ' ')
+[ "$rb" -gt 0 ] && [ $((3 * rb)) -lt "$ra" ] ||
+  fail "softmax: rows read: $ra without a sketch, $rb with one (want under a third)"
+[ "$(q s.db "SELECT value, is_default FROM run_config WHERE run_id = $b AND key = 'sketch'")" \
+  = "on	0" ] || fail "softmax: run_config does not record --sketch on"
+ok "softmax: same draws with and without a sketch; rows read $ra -> $rb"
 
 # robust regression gets one too, and its chain runs with it
 expect 0 "$FLYDB" ingest "$TOY/robust.csv" --db r.db

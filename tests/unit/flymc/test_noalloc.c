@@ -134,7 +134,7 @@ int main(void)
   if( rc == FLY_OK ){
     fly_pages *dp = NULL;
     rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
-    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &m, bd->chol_prec, &sk, &err);
+    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &m, bd->chol_key, &sk, &err);
     fly_pages_close(dp);
   }
   if( !TAP_OK(rc == FLY_OK, "MAP bounds, buckets and sketches (%s)", err.msg) ) goto out;

@@ -2,14 +2,16 @@
  * test_sketch.c -- the per-row sketches of gibbs thinning (flymc/sketch.h)
  * bound what they claim to bound, at D above the 22 coordinates they keep.
  *
- * Two stores (logistic; robust, nu = 4) of N_ROWS rows with D = 30
+ * Three stores (logistic; robust, nu = 4; softmax, K = 3) of N_ROWS rows with D = 30
  * (intercept + 29 features of unequal scales, so the whitened rows are not
  * isotropic), a few rows of all-zero features and one row 10^7 times larger
  * than the rest, are MAP-tuned; the bucket index and the sketches are built as flydb sample
  * builds them.  For thetas at Laplace distances 0.5 .. 8 from the MAP (and
  * along the axes of the metric), every row must satisfy, with t_n =
  * x_n'(th - th_map) in long double and gap_n from the model's eval:
- *   |t_n| <= rho_n                         (the sketch's claim),
+ *   |t_n| <= rho_n                         (the sketch's claim; softmax:
+ *                                           sqrt(sum_k t_nk^2), t_nk with
+ *                                           the centred class rows d_k),
  *   gap_n <= fly_buckets_row_upper(rho_n)  (the bucket's box at rho),
  *   gap_n <= fly_model_gap_upper_rho(rho_n) (the row's own xi),
  * a row goes without a sketch (rho = +inf) exactly when its whitened
@@ -41,6 +43,8 @@
 #define DIM    30
 #define WID    (DIM + 1)
 #define HUGE_ROW 17
+#define MAXK     3             /* softmax classes */
+#define MAXP     (MAXK * DIM)
 
 static char path[256];
 
@@ -56,8 +60,9 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
                   const double *X, fly_rng *rng)
 {
   static double xn[N_ROWS], ratio[N_ROWS], logL[N_ROWS], logB[N_ROWS];
-  static float xi[N_ROWS];
+  static float xi[N_ROWS * MAXK];
   static uint32_t bucket[N_ROWS];
+  const size_t P = m->type->n_params(m), nxi = m->type->n_xi(m), nd = P / DIM;
   fly_err err = {0};
   fly_bounds *bd = NULL;
   fly_buckets bk = {0};
@@ -75,11 +80,14 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, id, 0, &bp, &err);
   if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, &bk, &err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
-  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, bd->chol_prec, &sk, &err);
+  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, bd->chol_key, &sk, &err);
+  fly_sketch_at at = {0};
+  if( rc == FLY_OK ) rc = fly_sketch_at_init(&sk, &at, &err);
   if( !TAP_OK(rc == FLY_OK, "%s: MAP bounds, buckets and sketches (%s)", label, err.msg) )
     goto out;
-  TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM,
-         "%s: k = %zu of D = %zu coordinates kept", label, sk.k, sk.D);
+  TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM && sk.nd == nd,
+         "%s: k = %zu of D = %zu coordinates kept, %zu direction(s)", label, sk.k,
+         sk.D, sk.nd);
   /* only a row whose whitened coordinates pass 7 step[254] (or whose error
    * norm, at least the norm of the coordinates not kept, passes step[254])
    * goes without; the huge row does unless the MAP's curvature along it
@@ -98,7 +106,7 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   TAP_OK(sk.n_none == want_none, "%s: %lld rows without a sketch, want %d (the huge "
          "row's largest whitened coordinate %.3g, residual %.3g)", label,
          (long long)sk.n_none, want_none, ymax, sqrt(yres));
-  memcpy(xi, bk.xi, sizeof xi);
+  memcpy(xi, bk.xi, N_ROWS * nxi * sizeof *xi);
   for(size_t b = 0; b < bk.nb; b++)
     for(int64_t i = bk.start[b]; i < bk.start[b + 1]; i++) bucket[bk.perm[i]] = (uint32_t)b;
   for(size_t n = 0; n < N_ROWS; n++){          /* ||L^-1 x||: forward substitution */
@@ -113,47 +121,57 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   }
 
   work = calloc(m->type->work_len(m, N_ROWS), sizeof *work);
-  double w[DIM + 1];
-  fly_sketch_at at = { w, 0, 0, 0 };
   int64_t bad_rho = 0, bad_row = 0, bad_own = 0, checked = 0;
   int huge_inf = 1;
   double worst_med = 0;
   static const double dist[] = { 0.5, 1, 2, 4, 8 };
   for(size_t di = 0; di < sizeof dist / sizeof dist[0]; di++){
     for(int rep = 0; rep < 6; rep++){
-      double u[DIM], th[DIM], un = 0;
-      for(int j = 0; j < DIM; j++){
-        u[j] = rep < 4 ? fly_rng_normal(rng) : (j == (rep == 4 ? 0 : DIM - 1));
+      double u[MAXP], th[MAXP], un = 0;
+      for(size_t j = 0; j < P; j++){
+        u[j] = rep < 4 ? fly_rng_normal(rng) : (j == (rep == 4 ? 0 : P - 1));
         un += u[j] * u[j];
       }
-      for(int j = 0; j < DIM; j++) u[j] *= dist[di] / sqrt(un);
-      for(int i = 0; i < DIM; i++){
+      for(size_t j = 0; j < P; j++) u[j] *= dist[di] / sqrt(un);
+      for(size_t i = 0; i < P; i++){
         th[i] = bd->theta_map[i];
-        for(int j = 0; j <= i; j++) th[i] += bd->chol_cov[i * DIM + j] * u[j];
+        for(size_t j = 0; j <= i; j++) th[i] += bd->chol_cov[i * P + j] * u[j];
       }
       double r = m->type->radius(m, th, bd->theta_map, bd->key_prec, work);
-      fly_sketch_prep(&sk, th, bd->theta_map, &at);
+      fly_sketch_prep(&sk, m, th, bd->theta_map, &at);
       m->type->eval(m, th, X, WID, xi, N_ROWS, logL, logB, work);
       size_t nr = 0;
       for(size_t n = 0; n < N_ROWS; n++){
-        long double t = 0;
-        for(int j = 0; j < DIM; j++)
-          t += (long double)X[n * WID + j] * ((long double)th[j] - bd->theta_map[j]);
+        /* sqrt(sum_k (x'd_k)^2) in long double, d_k the centred class
+         * rows (softmax) or th - th_map */
+        long double t2 = 0, mean[DIM] = { 0 };
+        for(size_t k = 0; k < nd; k++)
+          for(int j = 0; j < DIM; j++)
+            mean[j] += ((long double)th[k * DIM + j] - bd->theta_map[k * DIM + j]) / nd;
+        for(size_t k = 0; k < nd; k++){
+          long double t = 0;
+          for(int j = 0; j < DIM; j++)
+            t += (long double)X[n * WID + j]
+               * ((long double)th[k * DIM + j] - bd->theta_map[k * DIM + j]
+                  - (nd > 1 ? mean[j] : 0));
+          t2 += t * t;
+        }
         double rho = fly_sketch_rho(&sk, (int64_t)n, &at);
         double gap = logL[n] - logB[n];
+        const float *xr = xi + n * nxi;
         checked++;
         if( n == HUGE_ROW && want_none ){ huge_inf &= isinf(rho); continue; }
-        if( !(fabsl(t) <= rho) ) bad_rho++;
-        if( gap > fly_buckets_row_upper(&bk, bucket[n], m, &xi[n], rho) ) bad_row++;
-        if( gap > fly_model_gap_upper_rho(m, &xi[n], rho) ) bad_own++;
+        if( !(sqrtl(t2) <= rho) ) bad_rho++;
+        if( gap > fly_buckets_row_upper(&bk, bucket[n], m, xr, rho) ) bad_row++;
+        if( gap > fly_model_gap_upper_rho(m, xr, rho) ) bad_own++;
         if( xn[n] > 0 && r > 0 ) ratio[nr++] = rho / (xn[n] * r);
       }
       qsort(ratio, nr, sizeof *ratio, cmp_d);
       if( nr && ratio[nr / 2] > worst_med ) worst_med = ratio[nr / 2];
     }
   }
-  TAP_OK(bad_rho == 0, "%s: |x_n'(th - th_map)| <= rho_n: %lld of %lld (row, theta) "
-         "pairs fail", label, (long long)bad_rho, (long long)checked);
+  TAP_OK(bad_rho == 0, "%s: sqrt(sum_k (x_n'd_k)^2) <= rho_n: %lld of %lld (row, "
+         "theta) pairs fail", label, (long long)bad_rho, (long long)checked);
   TAP_OK(bad_row == 0, "%s: gap_n <= the bucket's bound at rho_n: %lld fail", label,
          (long long)bad_row);
   TAP_OK(bad_own == 0, "%s: gap_n <= the row's own bound at rho_n: %lld fail", label,
@@ -163,6 +181,7 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
          "thetas (< 0.6: much tighter than Cauchy-Schwarz)", label, worst_med);
 out:
   free(work);
+  fly_sketch_at_free(&at);
   fly_pages_close(bp);
   fly_pages_close(dp);
   fly_sketch_free(&sk);
@@ -172,11 +191,11 @@ out:
 
 int main(void)
 {
-  static double X[N_ROWS * WID], Xr[N_ROWS * WID];
+  static double X[N_ROWS * WID], Xr[N_ROWS * WID], Xs[N_ROWS * WID];
   fly_db *db = NULL;
   fly_err err = {0};
   fly_rng rng;
-  int64_t ds = 0, dsr = 0;
+  int64_t ds = 0, dsr = 0, dss = 0;
   fly_rc rc;
 
   snprintf(path, sizeof path, "/tmp/flydb_test_sketch_%d.db", (int)getpid());
@@ -184,7 +203,8 @@ int main(void)
   rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
 
-  /* logistic rows, and the same features with a Student-t (nu = 4) target */
+  /* logistic rows, and the same features with a Student-t (nu = 4) target
+   * and with one of 3 classes (Gumbel-max of 0, s and a second score) */
   fly_rng_seed(&rng, 4242, 0);
   for(size_t n = 0; n < N_ROWS; n++){
     double *x = X + n * WID, s = -0.2;
@@ -199,9 +219,17 @@ int main(void)
     double g = 0;
     for(int k = 0; k < 4; k++){ double e = fly_rng_normal(&rng); g += e * e; }
     Xr[n * WID + DIM] = (n == HUGE_ROW ? 0 : s) + fly_rng_normal(&rng) / sqrt(g / 4);
+    memcpy(Xs + n * WID, x, DIM * sizeof *x);
+    double sc[3] = { 0, s, 0.4 }, best = -INFINITY;
+    for(size_t j = 1; j < DIM; j++) sc[2] += x[j] * (j % 2 ? 0.2 : -0.15) / (0.2 + 0.1 * (double)j);
+    for(int k = 0; k < 3; k++){
+      double v = sc[k] - log(-log(fly_rng_uniform(&rng) + 1e-300));
+      if( v > best ){ best = v; Xs[n * WID + DIM] = k; }
+    }
   }
   if( !TAP_OK(fx_store_rows(db, "sk", X, N_ROWS, WID, 128, &ds) &&
-              fx_store_rows(db, "skr", Xr, N_ROWS, WID, 128, &dsr),
+              fx_store_rows(db, "skr", Xr, N_ROWS, WID, 128, &dsr) &&
+              fx_store_rows(db, "sks", Xs, N_ROWS, WID, 128, &dss),
               "stores of %d rows, D = %d", N_ROWS, DIM) ) goto out;
 
   fly_model m;
@@ -217,6 +245,10 @@ int main(void)
   m.nu = 4;
   m.scale = 1;
   check("robust (nu = 4)", db, dsr, &m, Xr, &rng);
+  m.type = &fly_model_softmax;
+  m.K = MAXK;
+  m.prior_scale = 5;
+  check("softmax (K = 3)", db, dss, &m, Xs, &rng);
 
 out:
   fly_db_close(db);

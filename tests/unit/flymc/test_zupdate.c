@@ -290,9 +290,13 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
   double rad = m->type->radius(m, th, bd->theta_map, bd->key_prec, cx->work);
   double e_cand = 0, v_cand = 0, e_read = 0, v_read = 0, expect_all = 0;
   int bound_ok = 1, rho_ok = 1, row_ok = 1;
-  double w[D_FEAT + 1];
-  fly_sketch_at at = { w, 0, 0, 0 };
-  if( sketch ) fly_sketch_prep(&cx->sk, th, bd->theta_map, &at);
+  fly_sketch_at at = {0};
+  if( sketch ){
+    fly_err e2 = {0};
+    if( !TAP_OK(fly_sketch_at_init(&cx->sk, &at, &e2) == FLY_OK, "%s: sketch "
+                "directions (%s)", label, e2.msg) ) return 1;
+    fly_sketch_prep(&cx->sk, m, th, bd->theta_map, &at);
+  }
   if( zm == FLY_Z_GIBBS ){
     const fly_buckets *bk = &cx->bk;
     for(size_t b = 0; b < bk->nb; b++){
@@ -328,6 +332,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
       TAP_OK(rho_ok, "%s: |x_n'(th - th_map)| <= the sketch's rho for every row", label);
       TAP_OK(row_ok, "%s: p_n <= the sketch's row bounds for every row", label);
       fails += !rho_ok + !row_ok;
+      fly_sketch_at_free(&at);
     }
   }
 
@@ -431,7 +436,7 @@ int main(void)
       goto out;
     fly_pages *dp = NULL;
     rc = fly_pages_open(cx.db, FLY_TABLE_DATA, cx.ds, 0, &dp, &err);
-    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &cx.m, cx.bmap->chol_prec, &cx.sk, &err);
+    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &cx.m, cx.bmap->chol_key, &cx.sk, &err);
     fly_pages_close(dp);
     if( !TAP_OK(rc == FLY_OK && cx.sk.n_none == 0, "sketches of every row (%s)", err.msg) )
       goto out;
