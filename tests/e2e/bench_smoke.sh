@@ -51,10 +51,22 @@ out_has "MAP-tuned FlyMC (implicit q = 0.01, 2 θ updates)" "θ updates per z up
 ok "table1 --theta-steps 2"
 
 bench scaling --modes "regular gibbs gibbs:1"
-shape 11 3 "1000 | regular |" 10
+shape 12 3 "1000 | regular |" 11
+shape 12 3 "1000 | gibbs |" 4
 out_has "| 2000 | gibbs |" "ESS per iteration is that of regular at N = 1000"
 out_has "| 2000 | gibbs:1 |"
 ok "scaling"
+
+# out of core: f32 stores, a 1 MiB cache, read() calls, a 4 GiB address space
+bench scaling --modes "regular gibbs" --precision f32 --cache-mb 1 --mem-limit 4G --no-mmap
+shape 12 3 "1000 | gibbs |" 4
+out_has "--precision f32" "FLYDB_MMAP=off prlimit --as=4294967296" "--cache-mb 1" "| 2000 | gibbs |"
+[ -f "$T/w/bench/scaling-2000-20-f32-smoke.db" ] || fail "scaling --precision f32: no f32 store"
+ok "scaling out of core (--precision f32 --cache-mb 1 --mem-limit 4G --no-mmap)"
+bench scaling --modes gibbs
+grep -q '^| 1000 | gibbs | [0-9.]* | 1.00x | - |.*| - | [0-9]* |$' "$T/out" ||
+  { cat "$T/out" >&2; fail "scaling without regular: the ratios to regular are not '-'"; }
+ok "scaling without regular: no ratio to regular"
 
 bench ingest
 shape 5 2 "flydb ingest |" 5
