@@ -8,7 +8,8 @@
  * and libc's.  For every theta kernel (mh, mala, slice, hmc) and z mode
  * (regular, explicit, implicit, gibbs) a chain runs WARM adapting
  * iterations on a small store (all pages cached after the first touch),
- * then COUNT more with the counter on: there must be none.  Checkpoints and
+ * then COUNT more with the counter on: there must be none.  Softmax runs
+ * gibbs thinning with and without its K-direction sketch.  Checkpoints and
  * trace commits are not per-iteration and are not counted.
  *
  * Not built with sanitizers (they bring their own allocator); glibc only.
@@ -30,6 +31,7 @@
 #include "store_fixture.h"
 #include "logistic_fixture.h"
 #include "tune/tune.h"
+#include "util/rng.h"
 
 #define N_ROWS    3000
 #define D_FEAT    5          /* intercept + 4 */
@@ -171,6 +173,76 @@ int main(void)
       long n = run(&cfg, SEED + (uint64_t)(10 * k) + i, name);
       TAP_OK(n == 0, "%s: %ld allocations in %d iterations after warm-up", name, n, COUNT);
     }
+
+  /* softmax (K = 3): gibbs thinning with its K-direction sketch (scan_frac 2:
+   * always thinned; every candidate checked) and without */
+  {
+    static double Xs[N_ROWS * WID];
+    const size_t Ws = WID;
+    fly_model ms;
+    fly_bounds *bds = NULL;
+    fly_buckets bks = {0};
+    fly_sketch sks = {0};
+    fly_rng r;
+    int64_t dss = 0, bss = -1;
+    fly_rng_seed(&r, SEED, 1);
+    for(size_t n = 0; n < N_ROWS; n++){
+      double *x = Xs + n * Ws, sc[3] = { 0, 0, 0 }, best = -INFINITY;
+      x[0] = 1;
+      for(size_t j = 1; j < D_FEAT; j++) x[j] = fly_rng_normal(&r);
+      for(int k = 1; k < 3; k++)
+        for(size_t j = 0; j < D_FEAT; j++) sc[k] += x[j] * beta[(j + (size_t)k) % D_FEAT];
+      for(int k = 0; k < 3; k++){
+        double v = sc[k] - log(-log(fly_rng_uniform(&r) + 1e-300));
+        if( v > best ){ best = v; x[D_FEAT] = k; }
+      }
+    }
+    memset(&ms, 0, sizeof ms);
+    ms.type = &fly_model_softmax;
+    ms.D = D_FEAT;
+    ms.tcol = D_FEAT;
+    ms.K = 3;
+    ms.prior = FLY_PRIOR_NORMAL;
+    ms.prior_scale = 2.5;
+    rc = fx_store_rows(db, "s", Xs, N_ROWS, Ws, PAGE_ROWS, &dss) ? FLY_OK : FLY_SQL;
+    if( rc == FLY_OK ) rc = fly_tune_get(db, dss, &ms, &o, &bss, &err);
+    if( rc == FLY_OK ) rc = fly_bounds_load(db, bss, &ms, &bds, &err);
+    if( rc == FLY_OK ) rc = fx_buckets(db, bss, &ms, &bks, &err);
+    if( rc == FLY_OK ){
+      fly_pages *dp = NULL;
+      rc = fly_pages_open(db, FLY_TABLE_DATA, dss, 0, &dp, &err);
+      if( rc == FLY_OK ) rc = fly_sketch_build(dp, &ms, bds->chol_key, &sks, &err);
+      fly_pages_close(dp);
+    }
+    if( TAP_OK(rc == FLY_OK && sks.nd == 3, "softmax: MAP bounds, buckets and a "
+               "3-direction sketch (%s)", err.msg) ){
+      for(int withsk = 0; withsk <= 1; withsk++){
+        fly_chain_cfg cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.db_path = path;
+        cfg.dataset_id = dss;
+        cfg.m = &ms;
+        cfg.bounds = bds;
+        cfg.buckets = &bks;
+        cfg.sketch = withsk ? &sks : NULL;
+        cfg.sketch_all = 1;
+        cfg.N = N_ROWS;
+        cfg.W = Ws;
+        cfg.z = FLY_Z_GIBBS;
+        cfg.scan_frac = 2;
+        cfg.kernel = FLY_K_MH;
+        cfg.eps0 = 0.5;
+        cfg.n_warmup = WARM;
+        cfg.cache_bytes = 64 << 20;
+        const char *name = withsk ? "softmax, mh, z gibbs + sketch" : "softmax, mh, z gibbs";
+        long n = run(&cfg, SEED + 100 + (uint64_t)withsk, name);
+        TAP_OK(n == 0, "%s: %ld allocations in %d iterations after warm-up", name, n, COUNT);
+      }
+    }
+    fly_buckets_free(&bks);
+    fly_sketch_free(&sks);
+    fly_bounds_free(bds);
+  }
 
 out:
   fly_buckets_free(&bk);
