@@ -722,6 +722,7 @@ static int run_sample(fly_args *a, int64_t resume_id)
      * own) are built beside the bucket index (three scans of the bound
      * pages): at 10^8 rows they are 15 s and 10 s of start-up. */
     sketch_job sj = { sc.db_path, ds, &m, bd->chol_key, &sk, FLY_OK, {0} };
+    double ti = fly_now();
     pthread_t sth;
     int threaded = sc.sketch && pthread_create(&sth, NULL, build_sketch, &sj) == 0;
     fly_pages *bp = NULL;
@@ -740,6 +741,9 @@ static int run_sample(fly_args *a, int64_t resume_id)
       err = sj.err;
       goto done;
     }
+    if( !sc.quiet )     /* tens of seconds at 10^8 rows: say what they were */
+      fprintf(stderr, "gibbs: thinning index%s of %lld rows built in %.1f s\n",
+              sc.sketch ? " and row sketches" : "", (long long)sh.n_rows, fly_now() - ti);
   }
   if( sc.z == FLY_Z_REGULAR && (rc = load_all(db, ds, &sh, &Xall, &err)) ) goto done;
 
