@@ -1,8 +1,9 @@
 /*
  * logistic_fixture.h -- synthetic logistic-regression stores for the chain
  * tests: rows [1, D-1 standard normals, y ~ Bernoulli(sigma(beta'x))],
- * the model table for them, and the thinning buckets of a bound set.
- * Include after tap.h and store_fixture.h.
+ * the model table for them (and for the other models on such rows, with a
+ * softmax class draw), and the thinning buckets and row sketches of a
+ * bound set.  Include after tap.h and store_fixture.h.
  */
 #ifndef FLY_LOGISTIC_FIXTURE_H
 #define FLY_LOGISTIC_FIXTURE_H
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "flymc/buckets.h"
+#include "flymc/sketch.h"
 #include "models/model.h"
 #include "store/pages.h"
 #include "util/rng.h"
@@ -33,16 +35,36 @@ static inline int fx_logistic_store(fly_db *db, const char *name, double *X, siz
   return fx_store_rows(db, name, X, n, D + 1, page_rows, ds);
 }
 
+/* Model `type` on rows of D features (intercept included) and the target
+ * after them, K classes (1 but for softmax), a N(0, prior_scale^2) prior. */
+static inline void fx_model(fly_model *m, const fly_model_type *type, size_t D,
+                            size_t K, double prior_scale)
+{
+  memset(m, 0, sizeof *m);
+  m->type = type;
+  m->D = D;
+  m->tcol = D;
+  m->K = K;
+  m->prior = FLY_PRIOR_NORMAL;
+  m->prior_scale = prior_scale;
+}
+
 /* Logistic regression on those rows with a N(0, prior_scale^2) prior. */
 static inline void fx_logistic_model(fly_model *m, size_t D, double prior_scale)
 {
-  memset(m, 0, sizeof *m);
-  m->type = &fly_model_logistic;
-  m->D = D;
-  m->tcol = D;
-  m->K = 1;
-  m->prior = FLY_PRIOR_NORMAL;
-  m->prior_scale = prior_scale;
+  fx_model(m, &fly_model_logistic, D, 1, prior_scale);
+}
+
+/* A class drawn with probabilities softmax(sc[0..K)) (Gumbel-max). */
+static inline int fx_softmax_class(fly_rng *rng, const double *sc, int K)
+{
+  double best = -INFINITY;
+  int y = 0;
+  for(int k = 0; k < K; k++){
+    double v = sc[k] - log(-log(fly_rng_uniform(rng) + 1e-300));
+    if( v > best ){ best = v; y = k; }
+  }
+  return y;
 }
 
 /* The thinning buckets of bound set bs of model m. */
@@ -53,6 +75,18 @@ static inline fly_rc fx_buckets(fly_db *db, int64_t bs, const fly_model *m,
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
   if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, bk, err);
   fly_pages_close(bp);
+  return rc;
+}
+
+/* The row sketches of data set ds for model m in the coordinates of L
+ * (fly_bounds.chol_key), as flydb sample builds them. */
+static inline fly_rc fx_sketch(fly_db *db, int64_t ds, const fly_model *m,
+                               const double *L, fly_sketch *sk, fly_err *err)
+{
+  fly_pages *dp = NULL;
+  fly_rc rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, err);
+  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, L, sk, err);
+  fly_pages_close(dp);
   return rc;
 }
 

@@ -104,6 +104,21 @@ static long run(fly_chain_cfg *cfg, uint64_t seed, const char *name)
   return rc ? -1 : n;
 }
 
+/* MAP bounds, buckets and row sketches of data set ds for model m. */
+static fly_rc prepare(fly_db *db, int64_t ds, const fly_model *m, fly_bounds **bd,
+                      fly_buckets *bk, fly_sketch *sk, fly_err *err)
+{
+  fly_tune_opts o;
+  int64_t bs = -1;
+  fly_tune_opts_default(&o);
+  o.tuning = "map";
+  fly_rc rc = fly_tune_get(db, ds, m, &o, &bs, err);
+  if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, m, bd, err);
+  if( rc == FLY_OK ) rc = fx_buckets(db, bs, m, bk, err);
+  if( rc == FLY_OK ) rc = fx_sketch(db, ds, m, (*bd)->chol_key, sk, err);
+  return rc;
+}
+
 int main(void)
 {
   static double X[N_ROWS * WID];
@@ -112,11 +127,10 @@ int main(void)
   fly_db *db = NULL;
   fly_err err = {0};
   fly_model m;
-  fly_tune_opts o;
   fly_bounds *bd = NULL;
   fly_buckets bk = {0};
   fly_sketch sk = {0};
-  int64_t ds = 0, bs = -1;
+  int64_t ds = 0;
   fly_rc rc;
 
   printf("# seed %u, N = %d, D = %d, %d warm-up + %d counted iterations\n",
@@ -128,17 +142,7 @@ int main(void)
   if( !TAP_OK(fx_logistic_store(db, "a", X, N_ROWS, D_FEAT, beta, SEED, PAGE_ROWS, &ds),
               "store of %d rows", N_ROWS) ) goto out;
   fx_logistic_model(&m, D_FEAT, 1);
-  fly_tune_opts_default(&o);
-  o.tuning = "map";
-  rc = fly_tune_get(db, ds, &m, &o, &bs, &err);
-  if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, &m, &bd, &err);
-  if( rc == FLY_OK ) rc = fx_buckets(db, bs, &m, &bk, &err);
-  if( rc == FLY_OK ){
-    fly_pages *dp = NULL;
-    rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
-    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &m, bd->chol_key, &sk, &err);
-    fly_pages_close(dp);
-  }
+  rc = prepare(db, ds, &m, &bd, &bk, &sk, &err);
   if( !TAP_OK(rc == FLY_OK, "MAP bounds, buckets and sketches (%s)", err.msg) ) goto out;
 
   struct { const char *name; fly_zmode z; double zp; } modes[] = {
@@ -184,36 +188,19 @@ int main(void)
     fly_buckets bks = {0};
     fly_sketch sks = {0};
     fly_rng r;
-    int64_t dss = 0, bss = -1;
+    int64_t dss = 0;
     fly_rng_seed(&r, SEED, 1);
     for(size_t n = 0; n < N_ROWS; n++){
-      double *x = Xs + n * Ws, sc[3] = { 0, 0, 0 }, best = -INFINITY;
+      double *x = Xs + n * Ws, sc[3] = { 0, 0, 0 };
       x[0] = 1;
       for(size_t j = 1; j < D_FEAT; j++) x[j] = fly_rng_normal(&r);
       for(int k = 1; k < 3; k++)
         for(size_t j = 0; j < D_FEAT; j++) sc[k] += x[j] * beta[(j + (size_t)k) % D_FEAT];
-      for(int k = 0; k < 3; k++){
-        double v = sc[k] - log(-log(fly_rng_uniform(&r) + 1e-300));
-        if( v > best ){ best = v; x[D_FEAT] = k; }
-      }
+      x[D_FEAT] = fx_softmax_class(&r, sc, 3);
     }
-    memset(&ms, 0, sizeof ms);
-    ms.type = &fly_model_softmax;
-    ms.D = D_FEAT;
-    ms.tcol = D_FEAT;
-    ms.K = 3;
-    ms.prior = FLY_PRIOR_NORMAL;
-    ms.prior_scale = 2.5;
+    fx_model(&ms, &fly_model_softmax, D_FEAT, 3, 2.5);
     rc = fx_store_rows(db, "s", Xs, N_ROWS, Ws, PAGE_ROWS, &dss) ? FLY_OK : FLY_SQL;
-    if( rc == FLY_OK ) rc = fly_tune_get(db, dss, &ms, &o, &bss, &err);
-    if( rc == FLY_OK ) rc = fly_bounds_load(db, bss, &ms, &bds, &err);
-    if( rc == FLY_OK ) rc = fx_buckets(db, bss, &ms, &bks, &err);
-    if( rc == FLY_OK ){
-      fly_pages *dp = NULL;
-      rc = fly_pages_open(db, FLY_TABLE_DATA, dss, 0, &dp, &err);
-      if( rc == FLY_OK ) rc = fly_sketch_build(dp, &ms, bds->chol_key, &sks, &err);
-      fly_pages_close(dp);
-    }
+    if( rc == FLY_OK ) rc = prepare(db, dss, &ms, &bds, &bks, &sks, &err);
     if( TAP_OK(rc == FLY_OK && sks.nd == 3, "softmax: MAP bounds, buckets and a "
                "3-direction sketch (%s)", err.msg) ){
       for(int withsk = 0; withsk <= 1; withsk++){

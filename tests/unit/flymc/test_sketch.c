@@ -36,6 +36,7 @@
 #include "store/pages.h"
 #include "tap.h"
 #include "store_fixture.h"
+#include "logistic_fixture.h"
 #include "tune/tune.h"
 #include "util/rng.h"
 
@@ -67,7 +68,7 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   fly_bounds *bd = NULL;
   fly_buckets bk = {0};
   fly_sketch sk = {0};
-  fly_pages *bp = NULL, *dp = NULL;
+  fly_pages *bp = NULL;
   double *work = NULL;
   int64_t id = 0;
   fly_tune_opts o;
@@ -79,8 +80,7 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   if( rc == FLY_OK ) rc = fly_bounds_load(db, id, m, &bd, &err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, id, 0, &bp, &err);
   if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, &bk, &err);
-  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
-  if( rc == FLY_OK ) rc = fly_sketch_build(dp, m, bd->chol_key, &sk, &err);
+  if( rc == FLY_OK ) rc = fx_sketch(db, ds, m, bd->chol_key, &sk, &err);
   fly_sketch_at at = {0};
   if( rc == FLY_OK ) rc = fly_sketch_at_init(&sk, &at, &err);
   if( !TAP_OK(rc == FLY_OK, "%s: MAP bounds, buckets and sketches (%s)", label, err.msg) )
@@ -183,7 +183,6 @@ out:
   free(work);
   fly_sketch_at_free(&at);
   fly_pages_close(bp);
-  fly_pages_close(dp);
   fly_sketch_free(&sk);
   fly_buckets_free(&bk);
   fly_bounds_free(bd);
@@ -220,12 +219,9 @@ int main(void)
     for(int k = 0; k < 4; k++){ double e = fly_rng_normal(&rng); g += e * e; }
     Xr[n * WID + DIM] = (n == HUGE_ROW ? 0 : s) + fly_rng_normal(&rng) / sqrt(g / 4);
     memcpy(Xs + n * WID, x, DIM * sizeof *x);
-    double sc[3] = { 0, s, 0.4 }, best = -INFINITY;
+    double sc[3] = { 0, s, 0.4 };
     for(size_t j = 1; j < DIM; j++) sc[2] += x[j] * (j % 2 ? 0.2 : -0.15) / (0.2 + 0.1 * (double)j);
-    for(int k = 0; k < 3; k++){
-      double v = sc[k] - log(-log(fly_rng_uniform(&rng) + 1e-300));
-      if( v > best ){ best = v; Xs[n * WID + DIM] = k; }
-    }
+    Xs[n * WID + DIM] = fx_softmax_class(&rng, sc, 3);
   }
   if( !TAP_OK(fx_store_rows(db, "sk", X, N_ROWS, WID, 128, &ds) &&
               fx_store_rows(db, "skr", Xr, N_ROWS, WID, 128, &dsr) &&
@@ -233,13 +229,7 @@ int main(void)
               "stores of %d rows, D = %d", N_ROWS, DIM) ) goto out;
 
   fly_model m;
-  memset(&m, 0, sizeof m);
-  m.type = &fly_model_logistic;
-  m.D = DIM;
-  m.tcol = DIM;
-  m.K = 1;
-  m.prior = FLY_PRIOR_NORMAL;
-  m.prior_scale = 10;
+  fx_logistic_model(&m, DIM, 10);
   check("logistic", db, ds, &m, X, &rng);
   m.type = &fly_model_robust;
   m.nu = 4;

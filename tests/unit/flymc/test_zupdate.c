@@ -63,6 +63,7 @@
 #include "store/pagewriter.h"
 #include "tap.h"
 #include "store_fixture.h"
+#include "logistic_fixture.h"
 #include "tune/tune.h"
 #include "util/rng.h"
 
@@ -428,16 +429,10 @@ int main(void)
   if( !TAP_OK(read_xi(cx.db, id_map, cx.xi_map) && read_xi(cx.db, id_fix, cx.xi_fix),
               "read the stored xi of both bound sets") ) goto out;
   {
-    fly_pages *bp = NULL;
-    rc = fly_pages_open(cx.db, FLY_TABLE_BOUND, id_map, 0, &bp, &err);
-    if( rc == FLY_OK ) rc = fly_buckets_build(bp, &cx.m, &cx.bk, &err);
-    fly_pages_close(bp);
+    rc = fx_buckets(cx.db, id_map, &cx.m, &cx.bk, &err);
     if( !TAP_OK(rc == FLY_OK, "buckets (%zu) of the MAP keys (%s)", cx.bk.nb, err.msg) )
       goto out;
-    fly_pages *dp = NULL;
-    rc = fly_pages_open(cx.db, FLY_TABLE_DATA, cx.ds, 0, &dp, &err);
-    if( rc == FLY_OK ) rc = fly_sketch_build(dp, &cx.m, cx.bmap->chol_key, &cx.sk, &err);
-    fly_pages_close(dp);
+    rc = fx_sketch(cx.db, cx.ds, &cx.m, cx.bmap->chol_key, &cx.sk, &err);
     if( !TAP_OK(rc == FLY_OK && cx.sk.n_none == 0, "sketches of every row (%s)", err.msg) )
       goto out;
   }
