@@ -150,7 +150,7 @@ done:
 
 fly_rc fly_sketch_at_init(const fly_sketch *s, fly_sketch_at *at, fly_err *err)
 {
-  size_t nd = s->nd ? s->nd : 1, D = s->D;
+  size_t nd = s->nd, D = s->D;
   memset(at, 0, sizeof *at);
   at->d = fly_alloc_array(nd * (2 * D + 4), sizeof *at->d);
   if( !at->d ) return fly_fail(err, FLY_NOMEM, "sketch directions (%zu x %zu)", nd, D);

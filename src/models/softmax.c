@@ -84,7 +84,7 @@
  * Centring the radius matters: the shift direction is held only by the
  * prior, so uncentred rows would give r ~ prior scale * sqrt(data
  * precision).  H is the D x D metric of the bound set (fly_bounds.key_prec,
- * see tune.c), radius() needs D doubles of work.
+ * see tune.c), radius() needs K D doubles of work.
  *
  * Costs: eval/grad/xi_at one dgemm over the block (n K D) plus O(n K);
  * neg_hess K dsyrk + K(K-1)/2 dgemm (n K^2 D^2 / 2) plus O(n K^2);
@@ -456,33 +456,8 @@ static double gap_upper(const fly_model *m, double key, double r)
   return key * (r2 > 1.0 ? r2 : 1.0);
 }
 
-/* r = sqrt(sum_k d_k'H d_k), d_k the centred rows of th - th_map; H is
- * D x D; work holds the D-vector mean_k (th_k - th_map_k). */
-static double radius(const fly_model *m, const double *th,
-                     const double *th_map, const double *H, double *work)
-{
-  const size_t K = m->K, D = m->D;
-  double q = 0, *mu = work;
-  if( K == 0 ) return 0.0;
-  for( size_t j = 0; j < D; j++ ){
-    double t = 0;
-    for( size_t k = 0; k < K; k++ ) t += th[k * D + j] - th_map[k * D + j];
-    mu[j] = t / (double)K;
-  }
-  for( size_t k = 0; k < K; k++ ){
-    const double *a = th + k * D, *b = th_map + k * D;
-    for( size_t j = 0; j < D; j++ ){
-      double dj = (a[j] - b[j]) - mu[j], Hd = 0;
-      for( size_t i = 0; i < D; i++ )
-        Hd += H[j * D + i] * ((a[i] - b[i]) - mu[i]);
-      q += dj * Hd;
-    }
-  }
-  return q > 0 ? sqrt(q) : 0.0;
-}
-
 /* d_k = (th_k - th_map_k) - mean_j (th_j - th_map_j): the centred rows
- * the thinning bound sees (see the file comment), as radius() forms them. */
+ * the thinning bound sees (see the file comment); d is K x D. */
 static void dirs(const fly_model *m, const double *th, const double *th_map,
                  double *d)
 {
@@ -494,6 +469,26 @@ static void dirs(const fly_model *m, const double *th, const double *th_map,
     for( size_t k = 0; k < K; k++ )
       d[k * D + j] = (th[k * D + j] - th_map[k * D + j]) - t;
   }
+}
+
+/* r = sqrt(sum_k d_k'H d_k), d_k from dirs(); H is D x D; work holds the
+ * K x D d_k. */
+static double radius(const fly_model *m, const double *th,
+                     const double *th_map, const double *H, double *work)
+{
+  const size_t K = m->K, D = m->D;
+  double q = 0, *d = work;
+  if( K == 0 ) return 0.0;
+  dirs(m, th, th_map, d);
+  for( size_t k = 0; k < K; k++ ){
+    const double *dk = d + k * D;
+    for( size_t j = 0; j < D; j++ ){
+      double Hd = 0;
+      for( size_t i = 0; i < D; i++ ) Hd += H[j * D + i] * dk[i];
+      q += dk[j] * Hd;
+    }
+  }
+  return q > 0 ? sqrt(q) : 0.0;
 }
 
 const fly_model_type fly_model_softmax = {
