@@ -461,16 +461,8 @@ static void keep_candidates(fly_chain *c, size_t *k)
   const fly_sketch *sk = c->cfg->sketch;
   const fly_buckets *bk = c->cfg->buckets;
   size_t kept = 0;
-  if( sk && *k ){
-    /* the loop below loads, per candidate, its page map entry, its
-     * sketch and its xi: three random loads into arrays of up to GBs */
-    for(size_t j = 0; j < *k; j++){
-      fly_sketch_prefetch(sk, c->cid[j]);
-      fly_pages_prefetch_row(c->data, c->cid[j]);
-      __builtin_prefetch(bk->xi + (size_t)c->cid[j] * c->nxi);
-    }
-    fly_sketch_prep(sk, c->m, c->th, c->cfg->bounds->theta_map, &c->skat);
-  }
+  /* (z_gibbs prefetched each candidate's page map entry, sketch and xi) */
+  if( sk && *k ) fly_sketch_prep(sk, c->m, c->th, c->cfg->bounds->theta_map, &c->skat);
   for(size_t j = 0; j < *k; j++){
     double u = fly_rng_uniform(&c->rng), ph = c->cpbar[j];
     /* a row whose page is decoded already costs a memcpy to read: cheaper
@@ -541,8 +533,16 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   }
   for(size_t j = 0; j < k; j++) __builtin_prefetch(&bk->perm[c->cid[j]]);
   for(size_t j = 0; j < k; j++){
-    c->cid[j] = bk->perm[c->cid[j]];
-    fly_zset_prefetch(c->br.z, c->cid[j]);
+    int64_t row = c->cid[j] = bk->perm[c->cid[j]];
+    fly_zset_prefetch(c->br.z, row);
+    if( c->cfg->sketch ){
+      /* what keep_candidates loads for the row, in the same pass as its z
+       * bit (almost every candidate is dark): random loads into arrays of
+       * up to GBs, overlapped two levels deep instead of three */
+      fly_sketch_prefetch(c->cfg->sketch, row);
+      fly_pages_prefetch_row(c->data, row);
+      __builtin_prefetch(bk->xi + (size_t)row * c->nxi);
+    }
   }
   size_t dark = 0;
   for(size_t j = 0; j < k; j++){
