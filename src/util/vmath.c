@@ -32,7 +32,14 @@ extern double log(double);
 extern double log1p(double);
 #pragma omp declare simd notinbranch
 extern double expm1(double);
+#if defined(__SANITIZE_THREAD__)
+/* target_clones' ifunc resolver runs while the dynamic loader relocates,
+ * before ThreadSanitizer's runtime is set up, and its instrumented code
+ * crashes there: a TSan build keeps the baseline copy only. */
+#define CLONES
+#else
 #define CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 #else
 #define CLONES
 #endif
