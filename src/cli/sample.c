@@ -618,18 +618,18 @@ static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
   return rc;
 }
 
-/* Building the row sketches of one data set on a connection of its own. */
+/* Filling the row sketches of one data set on a connection of its own
+ * (fly_sketch_fill: the main thread joins in once the bucket index is
+ * built). */
 typedef struct sketch_job {
   const char      *path;
   int64_t          ds;
-  const fly_model *m;
-  const double    *L;          /* lower Cholesky factor of the thinning metric */
-  fly_sketch      *out;
+  fly_sketch      *out;        /* fly_sketch_init done */
   fly_rc           rc;
   fly_err          err;
 } sketch_job;
 
-static void *build_sketch(void *arg)
+static void *fill_sketch(void *arg)
 {
   sketch_job *j = arg;
   fly_db *db = NULL;
@@ -638,8 +638,8 @@ static void *build_sketch(void *arg)
   if( j->rc == FLY_OK )
     j->rc = fly_pages_open(db, FLY_TABLE_DATA, j->ds, 0, &dp, &j->err);
   if( j->rc == FLY_OK ){
-    int began = fly_db_read_begin(db);   /* one scan of the data pages */
-    j->rc = fly_sketch_build(dp, j->m, j->L, j->out, &j->err);
+    int began = fly_db_read_begin(db);   /* its part of the scan of the data pages */
+    j->rc = fly_sketch_fill(dp, j->out, &j->err);
     fly_db_read_end(db, began);
   }
   fly_pages_close(dp);
@@ -718,23 +718,34 @@ static int run_sample(fly_args *a, int64_t resume_id)
   }
 
   if( sc.z == FLY_Z_GIBBS ){
-    /* The sketches (a scan of the data pages, on a connection of their
-     * own) are built beside the bucket index (three scans of the bound
-     * pages): at 10^8 rows they are 15 s and 10 s of start-up. */
-    sketch_job sj = { sc.db_path, ds, &m, bd->chol_key, &sk, FLY_OK, {0} };
+    /* The sketches (a scan of the data pages) are filled on a connection
+     * of their own beside the bucket index (three scans of the bound
+     * pages); then this thread helps fill them.  At 10^8 rows these are
+     * tens of seconds of start-up. */
+    sketch_job sj = { sc.db_path, ds, &sk, FLY_OK, {0} };
     double ti = fly_now();
     pthread_t sth;
-    int threaded = sc.sketch && pthread_create(&sth, NULL, build_sketch, &sj) == 0;
-    fly_pages *bp = NULL;
-    rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err);
+    int threaded = 0;
+    fly_pages *bp = NULL, *dp = NULL;
+    if( sc.sketch ){
+      rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
+      if( rc == FLY_OK )
+        rc = fly_sketch_init(fly_pages_info_of(dp), &m, bd->chol_key, &sk, &err);
+      threaded = rc == FLY_OK && pthread_create(&sth, NULL, fill_sketch, &sj) == 0;
+    }
+    if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err);
     if( rc == FLY_OK ){
       int began = fly_db_read_begin(db);
       rc = fly_buckets_build(bp, &m, &bk, &err);
+      /* no thread, or the rest of its pages */
+      if( rc == FLY_OK && sc.sketch ) rc = fly_sketch_fill(dp, &sk, &err);
       fly_db_read_end(db, began);
     }
+    /* on a failure here the thread stops at its next chunk */
+    if( rc && threaded ) __atomic_store_n(&sk.fill_next, sk.n_pages, __ATOMIC_RELAXED);
     fly_pages_close(bp);
+    fly_pages_close(dp);
     if( threaded ) pthread_join(sth, NULL);
-    else if( sc.sketch && rc == FLY_OK ) build_sketch(&sj);   /* no thread: in turn */
     if( rc ) goto done;
     if( sj.rc ){
       rc = sj.rc;

@@ -25,7 +25,7 @@
  * exactly these errors (logistic.c, robust.c, softmax.c).
  *
  * Cost: build O(N D^2) in one sequential scan of the data pages (dtrsm per
- * page); prep O(nd D^2) per z step; rho O(nd k) per candidate, no
+ * page), shared by any number of threads in chunks of 16 pages; prep O(nd D^2) per z step; rho O(nd k) per candidate, no
  * allocation.
  */
 #include "flymc/sketch.h"
@@ -37,6 +37,7 @@
 #include "util/mem.h"
 
 #define NONE 255
+#define FILL_CHUNK 16   /* pages a filler takes at a time */
 
 int fly_sketch_fits(const fly_model *m)
 {
@@ -58,29 +59,54 @@ static int code_up(const fly_sketch *s, double v, int lo)
   return c <= 254 ? c : NONE;
 }
 
+/* A row's code.  Written for speed (at 10^8 rows it was half of the
+ * start-up): independent partial maxima and sums instead of one dependent
+ * chain, the nibbles packed from an array instead of a branch per
+ * coordinate.  The partial sums round differently from one running sum;
+ * E is rounded up to a code and the models' KAPPA margin absorbs the
+ * rest (see the file comment). */
 static void encode(const fly_sketch *s, const double *y, uint8_t *out)
 {
-  size_t k = s->k;
-  double mx = 0, r2 = 0;
-  memset(out, 0, FLY_SKETCH_BYTES);
-  for(size_t j = 0; j < k; j++) if( fabs(y[j]) > mx ) mx = fabs(y[j]);
-  for(size_t j = k; j < s->D; j++) r2 += y[j] * y[j];
+  const size_t k = s->k, D = s->D;
+  double m0 = 0, m1 = 0, r0 = 0, r1 = 0, r2, mx;
+  int q[FLY_SKETCH_DIMS + 1];
+  size_t j;
+  for(j = 0; j + 1 < k; j += 2){
+    double a = fabs(y[j]), b = fabs(y[j + 1]);
+    if( a > m0 ) m0 = a;
+    if( b > m1 ) m1 = b;
+  }
+  if( j < k && fabs(y[j]) > m0 ) m0 = fabs(y[j]);
+  mx = m0 > m1 ? m0 : m1;
+  for(j = k; j < D; j++) r0 += y[j] * y[j];
   int e = code_up(s, mx / 7.0, 0);
-  if( e == NONE || !isfinite(mx) || !isfinite(r2) ){
+  if( e == NONE || !isfinite(mx) || !isfinite(r0) ){
+    memset(out, 0, FLY_SKETCH_BYTES);
     out[11] = NONE;
     return;
   }
   /* q_j = floor(y_j / s + 1/2): v = y_j/s + 8.5 is in [1, 16), where
    * truncation is floor.  y_j / s is y_j times 1/s to rounding, which the
    * models' KAPPA margin absorbs like every other rounding in rho. */
-  double inv = s->inv[e];
-  for(size_t j = 0; j < k; j++){
+  const double inv = s->inv[e], st = s->step[e];
+  for(j = 0; j < k; j++){
     double v = y[j] * inv + 8.5;
-    int q = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* clamp: rounding only */
-    out[j / 2] |= (uint8_t)(j % 2 ? (q & 15) << 4 : (q & 15));
-    double d = y[j] - (double)q * s->step[e];
-    r2 += d * d;
+    q[j] = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* clamp: rounding only */
   }
+  q[k] = 0;
+  for(j = 0; j + 1 < k; j += 2){
+    double d0 = y[j] - (double)q[j] * st, d1 = y[j + 1] - (double)q[j + 1] * st;
+    r0 += d0 * d0;
+    r1 += d1 * d1;
+  }
+  if( j < k ){
+    double d0 = y[j] - (double)q[j] * st;
+    r0 += d0 * d0;
+  }
+  r2 = r0 + r1;
+  memset(out, 0, FLY_SKETCH_BYTES);
+  for(j = 0; j < (k + 1) / 2; j++)
+    out[j] = (uint8_t)((q[2 * j] & 15) | (q[2 * j + 1] & 15) << 4);
   int c = r2 > 0 ? code_up(s, sqrt(r2), 1) : 0;
   if( c == NONE ){
     memset(out, 0, FLY_SKETCH_BYTES);
@@ -91,60 +117,97 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   out[12] = (uint8_t)c;
 }
 
-fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
-                        const double *L, fly_sketch *s, fly_err *err)
+fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
+                       const double *L, fly_sketch *s, fly_err *err)
 {
-  const fly_pages_info *in = fly_pages_info_of(data);
-  const size_t D = m->D, pr = (size_t)in->page_rows, W = in->width;
-  double *page = NULL, *Y = NULL;
-  fly_rc rc = FLY_OK;
-
+  const size_t D = m->D;
   memset(s, 0, sizeof *s);
-  if( !fly_sketch_fits(m) || W < D )
+  if( !fly_sketch_fits(m) || in->width < D )
     return fly_fail(err, FLY_MISUSE, "sketch: model %s with %zu features of "
-                    "%zu-value rows", m->type->name, D, W);
+                    "%zu-value rows", m->type->name, D, in->width);
   s->N = in->n_rows;
   s->D = D;
   s->nd = m->type->dirs ? m->K : 1;
   s->k = D < FLY_SKETCH_DIMS ? D : FLY_SKETCH_DIMS;
+  s->page_rows = in->page_rows;
+  s->n_pages = in->n_pages;
   for(int c = 0; c < 256; c++){
     s->step[c] = exp2((double)(c - 128) / 8.0);
     s->inv[c] = 1.0 / s->step[c];
   }
   s->L = fly_alloc_array(D * D, sizeof *s->L);
   s->code = fly_alloc_array(s->N ? (size_t)s->N : 1, FLY_SKETCH_BYTES);
-  page = fly_alloc_array(pr ? pr : 1, W * sizeof *page);
-  Y = fly_alloc_array(pr ? pr : 1, D * sizeof *Y);
-  if( !s->L || !s->code || !page || !Y ){
-    rc = fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)s->N);
-    goto done;
+  if( !s->L || !s->code ){
+    fly_sketch_free(s);
+    return fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)s->N);
   }
   fly_mem_random_access(s->code, (size_t)s->N * FLY_SKETCH_BYTES);  /* read at random */
   memcpy(s->L, L, D * D * sizeof *s->L);
+  return FLY_OK;
+}
 
-  int64_t row = 0;
-  for(int64_t pg = 0; pg < in->n_pages; pg++){
-    size_t n = 0;
-    if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
-    for(size_t i = 0; i < n; i++)
-      memcpy(Y + i * D, page + i * W, D * sizeof *Y);
-    /* Y = X_D L^-T: row i is L^-1 x_i */
-    if( n )
-      cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                  CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
-    for(size_t i = 0; i < n; i++, row++){
-      uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
-      encode(s, Y + i * D, o);
-      if( o[11] == NONE ) s->n_none++;
+fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
+{
+  const fly_pages_info *in = fly_pages_info_of(data);
+  const size_t D = s->D, W = in->width;
+  const size_t pr = (size_t)(s->page_rows > 0 ? s->page_rows : 1);
+  double *page = NULL, *Y = NULL;
+  int64_t n_none = 0;
+  fly_rc rc = FLY_OK;
+
+  if( in->n_rows != s->N || in->page_rows != s->page_rows || in->n_pages != s->n_pages ||
+      W < D )
+    return fly_fail(err, FLY_MISUSE, "sketch: pages of %lld rows (%lld a page, %zu "
+                    "values a row) for sketches of %lld rows (%lld a page, %zu features)",
+                    (long long)in->n_rows, (long long)in->page_rows, W, (long long)s->N,
+                    (long long)s->page_rows, D);
+  page = fly_alloc_array(pr, W * sizeof *page);
+  Y = fly_alloc_array(pr, D * sizeof *Y);
+  if( !page || !Y ){
+    rc = fly_fail(err, FLY_NOMEM, "sketch buffers");
+    goto done;
+  }
+  for(;;){
+    int64_t pg0 = __atomic_fetch_add(&s->fill_next, FILL_CHUNK, __ATOMIC_RELAXED);
+    if( pg0 >= s->n_pages ) break;
+    int64_t pg1 = pg0 + FILL_CHUNK < s->n_pages ? pg0 + FILL_CHUNK : s->n_pages;
+    for(int64_t pg = pg0; pg < pg1; pg++){
+      size_t n = 0;
+      int64_t row = pg * s->page_rows;
+      int64_t want = s->N - row < s->page_rows ? s->N - row : s->page_rows;
+      if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
+      if( (int64_t)n != want ){
+        rc = fly_fail(err, FLY_CORRUPT, "sketch: page %lld holds %zu rows, %lld "
+                      "expected", (long long)pg, n, (long long)want);
+        goto done;
+      }
+      for(size_t i = 0; i < n; i++)
+        memcpy(Y + i * D, page + i * W, D * sizeof *Y);
+      /* Y = X_D L^-T: row i is L^-1 x_i */
+      if( n )
+        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                    CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
+      for(size_t i = 0; i < n; i++){
+        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * FLY_SKETCH_BYTES;
+        encode(s, Y + i * D, o);
+        if( o[11] == NONE ) n_none++;
+      }
     }
   }
-  if( row != s->N )
-    rc = fly_fail(err, FLY_CORRUPT, "sketch: %lld rows in the pages, %lld expected",
-                  (long long)row, (long long)s->N);
 done:
+  /* a failure stops the other fillers at their next chunk */
+  if( rc ) __atomic_store_n(&s->fill_next, s->n_pages, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->n_none, n_none, __ATOMIC_RELAXED);
   fly_free(page);
   fly_free(Y);
-  if( rc ) fly_sketch_free(s);
+  return rc;
+}
+
+fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
+                        const double *L, fly_sketch *s, fly_err *err)
+{
+  fly_rc rc = fly_sketch_init(fly_pages_info_of(data), m, L, s, err);
+  if( rc == FLY_OK && (rc = fly_sketch_fill(data, s, err)) ) fly_sketch_free(s);
   return rc;
 }
 

@@ -26,7 +26,8 @@
  *
  * Memory: FLY_SKETCH_BYTES a row whatever D and K (DESIGN.md section 4:
  * tens of bytes a row, independent of D), plus D^2 doubles.  Built by one
- * sequential scan of the data pages; shared read-only by the chains.
+ * sequential scan of the data pages (which threads may share); shared
+ * read-only by the chains.
  */
 #ifndef FLY_SKETCH_H
 #define FLY_SKETCH_H
@@ -50,6 +51,8 @@ typedef struct fly_sketch {
   double   step[256];       /* code c -> 2^((c - 128)/8); 255 unused */
   double   inv[256];        /* 1 / step[c] */
   int64_t  n_none;          /* rows whose sketch says nothing (rho = inf) */
+  int64_t  page_rows, n_pages;  /* the data pages' shape */
+  int64_t  fill_next;       /* fly_sketch_fill: the next page to take (atomic) */
 } fly_sketch;
 
 /* Whether the model can use a sketch (its parameters are one D-vector, or
@@ -62,6 +65,17 @@ int    fly_sketch_fits(const fly_model *m);
  * thinning metric key_prec).  L is copied. */
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
                         const double *L, fly_sketch *s, fly_err *err);
+
+/* The same in parts, for several threads: fly_sketch_init allocates the
+ * sketches of the data pages shaped `in`; then each thread calls
+ * fly_sketch_fill with a handle of its own on those pages (its own
+ * connection), taking chunks of pages until none are left, so the threads
+ * share the scan whenever each starts.  The sketches are complete when
+ * every fill has returned FLY_OK; after a failure (which stops the others
+ * at their next chunk) free them with fly_sketch_free. */
+fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
+                       const double *L, fly_sketch *s, fly_err *err);
+fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err);
 
 /* th - th_map in the sketches' coordinates, once per z step: for each of
  * the nd directions d_k (th - th_map, or type->dirs) w_k = L'd_k. */

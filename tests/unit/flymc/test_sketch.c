@@ -21,9 +21,12 @@
  * below 0.6 (for whitened rows with isotropic directions E|t| / (||x|| r)
  * is about sqrt(2 / (pi D)) = 0.15; the 8 coordinates not kept add about
  * 8/30 = 0.27 and the 4-bit rounding about 0.1: 0.56 here, against 1 for
- * Cauchy-Schwarz), or the sketch saves little.
+ * Cauchy-Schwarz), or the sketch saves little.  Two threads filling the
+ * sketches in chunks of pages (as flydb sample builds them) give the same
+ * bytes as one scan.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +52,62 @@
 
 static char path[256];
 
+/* One filler of the parallel build: its own connection, as flydb sample's
+ * thread has. */
+typedef struct filler { int64_t ds; fly_sketch *s; fly_rc rc; fly_err err; } filler;
+
+static void *fill_one(void *arg)
+{
+  filler *f = arg;
+  fly_db *db = NULL;
+  fly_pages *dp = NULL;
+  f->rc = fly_db_open(path, FLY_DB_READONLY, &db, &f->err);
+  if( f->rc == FLY_OK ) f->rc = fly_pages_open(db, FLY_TABLE_DATA, f->ds, 0, &dp, &f->err);
+  if( f->rc == FLY_OK ) f->rc = fly_sketch_fill(dp, f->s, &f->err);
+  fly_pages_close(dp);
+  fly_db_close(db);
+  return NULL;
+}
+
+/* The sketches filled by two threads sharing the scan (fly_sketch_init +
+ * fly_sketch_fill, as flydb sample builds them) equal fly_sketch_build's,
+ * byte for byte; a filler on pages of another shape is refused. */
+static void check_parallel(const char *label, fly_db *db, int64_t ds, int64_t other,
+                           const fly_model *m, const fly_sketch *one)
+{
+  fly_sketch two = {0};
+  fly_pages *dp = NULL, *op = NULL;
+  fly_err err = {0};
+  filler f[2] = { { ds, &two, FLY_OK, {0} }, { ds, &two, FLY_OK, {0} } };
+  pthread_t t[2];
+  int started[2] = { 0, 0 };
+  fly_rc rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
+  if( rc == FLY_OK ) rc = fly_sketch_init(fly_pages_info_of(dp), m, one->L, &two, &err);
+  if( !TAP_OK(rc == FLY_OK, "%s: sketches allocated for a parallel fill (%s)", label,
+              err.msg) ) goto out;
+  for(int i = 0; i < 2; i++) started[i] = pthread_create(&t[i], NULL, fill_one, &f[i]) == 0;
+  for(int i = 0; i < 2; i++){
+    if( started[i] ) pthread_join(t[i], NULL);
+    else fill_one(&f[i]);
+  }
+  TAP_OK(f[0].rc == FLY_OK && f[1].rc == FLY_OK && two.fill_next >= two.n_pages &&
+         two.n_pages > 16 &&
+         memcmp(two.code, one->code, (size_t)one->N * FLY_SKETCH_BYTES) == 0 &&
+         two.n_none == one->n_none,
+         "%s: two threads fill the same %lld x %d bytes as one scan (%lld pages; %s %s)",
+         label, (long long)one->N, FLY_SKETCH_BYTES, (long long)two.n_pages,
+         f[0].err.msg, f[1].err.msg);
+  two.fill_next = 0;
+  rc = fly_pages_open(db, FLY_TABLE_DATA, other, 0, &op, &err);
+  if( rc == FLY_OK ) rc = fly_sketch_fill(op, &two, &err);
+  TAP_OK(rc == FLY_MISUSE && strstr(err.msg, "sketch: pages of"),
+         "%s: pages of another shape are refused (%s)", label, err.msg);
+out:
+  fly_pages_close(op);
+  fly_pages_close(dp);
+  fly_sketch_free(&two);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -57,7 +116,7 @@ static int cmp_d(const void *a, const void *b)
 
 /* Tune model m on data set ds (rows X), build its buckets and sketches and
  * check every row at every theta (see the file comment). */
-static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
+static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_model *m,
                   const double *X, fly_rng *rng)
 {
   static double xn[N_ROWS], ratio[N_ROWS], logL[N_ROWS], logB[N_ROWS];
@@ -85,6 +144,7 @@ static void check(const char *label, fly_db *db, int64_t ds, fly_model *m,
   if( rc == FLY_OK ) rc = fly_sketch_at_init(&sk, &at, &err);
   if( !TAP_OK(rc == FLY_OK, "%s: MAP bounds, buckets and sketches (%s)", label, err.msg) )
     goto out;
+  check_parallel(label, db, ds, other, m, &sk);
   TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM && sk.nd == nd,
          "%s: k = %zu of D = %zu coordinates kept, %zu direction(s)", label, sk.k,
          sk.D, sk.nd);
@@ -194,7 +254,7 @@ int main(void)
   fly_db *db = NULL;
   fly_err err = {0};
   fly_rng rng;
-  int64_t ds = 0, dsr = 0, dss = 0;
+  int64_t ds = 0, dsr = 0, dss = 0, dsp = 0;
   fly_rc rc;
 
   snprintf(path, sizeof path, "/tmp/flydb_test_sketch_%d.db", (int)getpid());
@@ -225,20 +285,21 @@ int main(void)
   }
   if( !TAP_OK(fx_store_rows(db, "sk", X, N_ROWS, WID, 128, &ds) &&
               fx_store_rows(db, "skr", Xr, N_ROWS, WID, 128, &dsr) &&
-              fx_store_rows(db, "sks", Xs, N_ROWS, WID, 128, &dss),
+              fx_store_rows(db, "sks", Xs, N_ROWS, WID, 128, &dss) &&
+              fx_store_rows(db, "skp", X, N_ROWS, WID, 100, &dsp),
               "stores of %d rows, D = %d", N_ROWS, DIM) ) goto out;
 
   fly_model m;
   fx_logistic_model(&m, DIM, 10);
-  check("logistic", db, ds, &m, X, &rng);
+  check("logistic", db, ds, dsp, &m, X, &rng);
   m.type = &fly_model_robust;
   m.nu = 4;
   m.scale = 1;
-  check("robust (nu = 4)", db, dsr, &m, Xr, &rng);
+  check("robust (nu = 4)", db, dsr, dsp, &m, Xr, &rng);
   m.type = &fly_model_softmax;
   m.K = MAXK;
   m.prior_scale = 5;
-  check("softmax (K = 3)", db, dss, &m, Xs, &rng);
+  check("softmax (K = 3)", db, dss, dsp, &m, Xs, &rng);
 
 out:
   fly_db_close(db);
