@@ -10,8 +10,11 @@
  * grid only decides how tight the buckets are: each bucket keeps the exact
  * largest key and the exact smallest and largest |xi| of its rows.
  *
- * Three scans of the bound pages (range of levels; counts; placing the rows
- * in row order, a counting sort) plus O(cells) for the cell map.
+ * Two scans of the bound pages: the first counts rows on a fine grid of
+ * every level a finite double can have (FINE_LEVELS x the xi bins, 17 MB
+ * for a model with xi, freed after), from which the range of levels and
+ * the counts of the cells follow; the second places the rows in row order
+ * (a counting sort).  Plus O(fine cells) for the cell map.
  */
 #include "flymc/buckets.h"
 
@@ -25,6 +28,10 @@
 #define XI_BINS      256
 #define CAND_MIN     0.01    /* see fly_buckets_gap_upper */
 #define NO_XI        ((size_t)-1)
+/* floor(4 log2 k) of a finite k > 0 lies in [-4296, 4095]: fine level
+ * g - FINE_LO + 1, and fine level 0 for keys of 0 */
+#define FINE_LO      (-4400)
+#define FINE_LEVELS  8600
 
 static int64_t grid(double k)
 {
@@ -47,7 +54,15 @@ typedef struct scan_ctx {
   int64_t    lo, hi;          /* key levels kept: [lo, hi] */
   size_t     nlev, nbin;
   int64_t   *cell;            /* nlev * nbin: count, then bucket index or -1 */
+  int64_t   *fine;            /* FINE_LEVELS * nbin: counts of the first scan */
 } scan_ctx;
+
+static size_t fine_level(int64_t g)
+{
+  if( g == INT64_MIN ) return 0;
+  int64_t f = g - FINE_LO + 1;
+  return f < 1 ? 1 : f >= FINE_LEVELS ? FINE_LEVELS - 1 : (size_t)f;   /* clamps nothing real */
+}
 
 static size_t cell_of(const scan_ctx *s, double k, double v)
 {
@@ -59,8 +74,8 @@ static size_t cell_of(const scan_ctx *s, double k, double v)
   return (size_t)li * s->nbin + (size_t)bi;
 }
 
-/* Visit every row in row order; pass 0 collects the key range, pass 1
- * counts the cells, pass 2 places the rows and takes the bucket extremes. */
+/* Visit every row in row order; pass 0 collects the key range and counts
+ * the fine cells, pass 2 places the rows and takes the bucket extremes. */
 static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
                    fly_err *err)
 {
@@ -81,14 +96,13 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
       if( pass == 0 ){
         int64_t g = grid(k);
         if( g != INT64_MIN ){ if( g < s->lo ) s->lo = g; if( g > s->hi ) s->hi = g; }
+        s->fine[fine_level(g) * s->nbin + (s->nbin > 1 ? (size_t)xi_bin(v) : 0)]++;
         continue;
       }
-      size_t c = cell_of(s, k, v);
-      if( pass == 1 ){
-        s->cell[c]++;
-        continue;
-      }
-      int64_t bi = s->cell[c];
+      int64_t bi = s->cell[cell_of(s, k, v)];
+      if( bi < 0 || fill[bi] >= b->start[bi + 1] )   /* not the rows first counted */
+        return fly_fail(err, FLY_CORRUPT, "bound page %lld changed between the scans "
+                        "of the bucket index", (long long)pg);
       b->perm[fill[bi]++] = (uint32_t)row;
       for(size_t j = 0; j < s->col; j++)   /* stored as f32: exact */
         b->xi[(size_t)row * s->col + j] = (float)br[j];
@@ -128,18 +142,30 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
                   key_col, xi_col, in->width);
     goto done;
   }
+  s.nbin = xi_col == NO_XI ? 1 : XI_BINS;
   s.page = fly_alloc_array((size_t)in->page_rows, in->width * sizeof(double));
-  if( !s.page ){ rc = fly_fail(err, FLY_NOMEM, "bucket scan"); goto done; }
+  s.fine = fly_alloc_array(FINE_LEVELS * s.nbin, sizeof *s.fine);
+  if( !s.page || !s.fine ){ rc = fly_fail(err, FLY_NOMEM, "bucket scan"); goto done; }
+  memset(s.fine, 0, FINE_LEVELS * s.nbin * sizeof *s.fine);
   if( (rc = scan(&s, 0, b, NULL, err)) ) goto done;
   if( s.lo == INT64_MAX ){ s.lo = s.hi = 0; }
   /* Keep the top MAX_LEVELS levels; anything lower shares level 0. */
   if( s.hi - s.lo + 1 > MAX_LEVELS ) s.lo = s.hi - MAX_LEVELS + 1;
   s.nlev = (size_t)(s.hi - s.lo + 1);
-  s.nbin = xi_col == NO_XI ? 1 : XI_BINS;
   s.cell = fly_alloc_array(s.nlev * s.nbin, sizeof *s.cell);
   if( !s.cell ){ rc = fly_fail(err, FLY_NOMEM, "bucket cells"); goto done; }
   memset(s.cell, 0, s.nlev * s.nbin * sizeof *s.cell);
-  if( (rc = scan(&s, 1, b, NULL, err)) ) goto done;
+  /* each fine level into its level of the kept range, as cell_of maps a
+   * key: below lo (and keys of 0) into level 0 */
+  for(size_t f = 0; f < FINE_LEVELS; f++){
+    int64_t li = f == 0 ? 0 : (int64_t)f - 1 + FINE_LO - s.lo;
+    if( li < 0 ) li = 0;
+    if( li >= (int64_t)s.nlev ) li = (int64_t)s.nlev - 1;
+    for(size_t bi = 0; bi < s.nbin; bi++)
+      s.cell[(size_t)li * s.nbin + bi] += s.fine[f * s.nbin + bi];
+  }
+  fly_free(s.fine);
+  s.fine = NULL;
   for(size_t c = 0; c < s.nlev * s.nbin; c++) if( s.cell[c] ) b->nb++;
   if( b->nb == 0 ) b->nb = 1;                        /* N = 0: one empty bucket */
   b->start = fly_alloc_array(b->nb + 1, sizeof *b->start);
@@ -189,6 +215,7 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   }
 done:
   fly_free(s.page);
+  fly_free(s.fine);
   fly_free(s.cell);
   fly_free(fill);
   if( rc ) fly_buckets_free(b);

@@ -1,0 +1,194 @@
+/*
+ * test_buckets.c -- the bucket index of gibbs thinning (flymc/buckets.h)
+ * groups the rows as buckets.c says it does.
+ *
+ * Bound pages with the logistic layout (xi, then the gap key) are written
+ * directly (f32, as tune writes them), with keys of 0 and from 2^-140 to
+ * 2^126 (log-uniform over 265 doublings: 1,060 levels, so the 512 kept
+ * clamp the lowest keys into level 0) and |xi| of 0, 1e-4 .. 1e6 and a few
+ * infinities, over 29 pages.  Against an
+ * independent computation of each row's cell (level floor(4 log2 key)
+ * minus the lowest level kept, clamped to [0, 512); xi bin 0 below 1/16,
+ * else 1 + floor(4 log2 16|xi|), non-finite in the last bin):
+ *   perm is a permutation of the rows, each bucket's rows in row order;
+ *   two rows share a bucket iff they share a cell, and buckets follow the
+ *   cells' order;
+ *   each bucket's key is the exact largest key of its rows, xi_lo / xi_hi
+ *   the exact smallest and largest |xi| (+inf for a non-finite one);
+ *   xi holds every row's xi as stored (f32).
+ * A negative key is refused with FLY_NUMERIC, naming the row.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flymc/buckets.h"
+#include "models/model.h"
+#include "store/db.h"
+#include "store/pages.h"
+#include "store/pagewriter.h"
+#include "tap.h"
+#include "store_fixture.h"
+#include "logistic_fixture.h"
+#include "util/rng.h"
+
+#define N_ROWS 20000
+#define PAGE   700
+
+static char path[256];
+static double key[N_ROWS], xi[N_ROWS];
+
+/* A bound set of the logistic layout (xi, key) for data set ds. */
+static int write_bounds(fly_db *db, int64_t ds, int64_t id, const char *tuning)
+{
+  fly_err err = {0};
+  fly_pagewriter *w = NULL;
+  char sql[400];
+  int ok = fly_db_begin(db, &err) == FLY_OK;
+  snprintf(sql, sizeof sql, "INSERT INTO bound_set(id, dataset_id, model, model_opts, "
+           "tuning, status, n_params, width, page_rows) VALUES(%lld, %lld, 'logistic', '', "
+           "'%s', 'building', 2, 2, %d)", (long long)id, (long long)ds, tuning, PAGE);
+  ok = ok && fly_db_exec(db, sql, &err) == FLY_OK;
+  ok = ok && fly_pagewriter_open(db, FLY_TABLE_BOUND, id, 2, PAGE, FLY_PREC_F32, &w,
+                                 &err) == FLY_OK;
+  for(size_t n = 0; ok && n < N_ROWS; n++){
+    double row[2] = { xi[n], key[n] };
+    ok = fly_pagewriter_add(w, row, &err) == FLY_OK;
+  }
+  ok = ok && fly_pagewriter_finish(w, &err) == FLY_OK;
+  if( ok ){
+    snprintf(sql, sizeof sql, "UPDATE bound_set SET n_pages = %lld, status = 'ready' "
+             "WHERE id = %lld", (long long)fly_pagewriter_pages(w), (long long)id);
+    ok = fly_db_exec(db, sql, &err) == FLY_OK;
+  }
+  fly_pagewriter_free(w);
+  ok = ok && fly_db_commit(db, &err) == FLY_OK;
+  if( !ok ) fprintf(stderr, "# bound set %lld: %s\n", (long long)id, err.msg);
+  return ok;
+}
+
+/* The cell of a key and |xi| as buckets.c documents it, from scratch. */
+static int64_t level_of(double k) { return (int64_t)floor(4.0 * log2(k)); }
+static int64_t bin_of(double v)
+{
+  if( !isfinite(v) ) return 255;
+  if( v < 0.0625 ) return 0;
+  double g = 1.0 + floor(4.0 * log2(16.0 * v));
+  return g < 255 ? (int64_t)g : 255;
+}
+
+int main(void)
+{
+  static int64_t cell[N_ROWS], seen[N_ROWS];
+  static double Xd[N_ROWS * 2];
+  fly_db *db = NULL;
+  fly_err err = {0};
+  fly_rng rng;
+  fly_model m;
+  fly_buckets b = {0};
+  fly_pages *bp = NULL;
+  int64_t ds = 0;
+  fly_rc rc;
+
+  snprintf(path, sizeof path, "/tmp/flydb_test_buckets_%d.db", (int)getpid());
+  unlink(path);
+  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
+
+  fly_rng_seed(&rng, 77, 0);
+  for(size_t n = 0; n < N_ROWS; n++){
+    /* stored as f32: draw the values as floats so the test sees them exactly */
+    double e = -140.0 + 265.0 * fly_rng_uniform(&rng);        /* 2^-140 .. 2^125 */
+    key[n] = n % 53 == 0 ? 0.0 : (double)(float)ldexp(1.0 + fly_rng_uniform(&rng), (int)e);
+    double v = n % 101 == 0 ? INFINITY : n % 37 == 0 ? 0.0
+             : pow(10.0, -4.0 + 10.0 * fly_rng_uniform(&rng));
+    xi[n] = (double)(float)((n % 2 ? -1 : 1) * v);
+    Xd[2 * n] = 1;
+    Xd[2 * n + 1] = (double)(n % 2);
+  }
+  if( !TAP_OK(fx_store_rows(db, "d", Xd, N_ROWS, 2, PAGE, &ds) && write_bounds(db, ds, 1, "map"),
+              "a data set and a bound set of %d rows in pages of %d", N_ROWS, PAGE) )
+    goto out;
+  fx_logistic_model(&m, 1, 1);
+  rc = fly_pages_open(db, FLY_TABLE_BOUND, 1, 0, &bp, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, &b, &err);
+  fly_pages_close(bp);
+  bp = NULL;
+  if( !TAP_OK(rc == FLY_OK && b.N == N_ROWS && b.nxi == 1 && b.xi_lo && b.xi_hi,
+              "the index builds (%s)", err.msg) ) goto out;
+
+  /* the reference cells */
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for(size_t n = 0; n < N_ROWS; n++)
+    if( key[n] > 0 ){
+      int64_t g = level_of(key[n]);
+      if( g < lo ) lo = g;
+      if( g > hi ) hi = g;
+    }
+  int64_t span = hi - lo + 1;
+  int clamped = span > 512;
+  if( clamped ) lo = hi - 511;
+  for(size_t n = 0; n < N_ROWS; n++){
+    int64_t li = key[n] > 0 ? level_of(key[n]) - lo : 0;
+    if( li < 0 ) li = 0;
+    cell[n] = li * 256 + bin_of(fabs(xi[n]));
+  }
+  TAP_OK(clamped, "the keys span more than the 512 levels kept (%lld)", (long long)span);
+
+  /* a permutation, each bucket non-empty, its rows in row order */
+  int perm_ok = b.start[0] == 0 && b.start[b.nb] == N_ROWS;
+  for(size_t i = 0; i < b.nb && perm_ok; i++){
+    perm_ok = b.start[i + 1] > b.start[i];
+    for(int64_t p = b.start[i]; p < b.start[i + 1] && perm_ok; p++){
+      uint32_t r = b.perm[p];
+      perm_ok = r < N_ROWS && !seen[r] && (p == b.start[i] || b.perm[p - 1] < r);
+      if( perm_ok ) seen[r] = 1;
+    }
+  }
+  TAP_OK(perm_ok, "perm: every row once, %zu non-empty buckets, rows in row order", b.nb);
+
+  /* same bucket iff same cell; buckets in the cells' order; exact extremes */
+  size_t bad_cell = 0, bad_order = 0, bad_key = 0, bad_xi = 0;
+  for(size_t i = 0; perm_ok && i < b.nb; i++){
+    int64_t c = cell[b.perm[b.start[i]]];
+    double kmax = 0, vlo = INFINITY, vhi = 0;
+    for(int64_t p = b.start[i]; p < b.start[i + 1]; p++){
+      uint32_t r = b.perm[p];
+      if( cell[r] != c ) bad_cell++;
+      if( key[r] > kmax ) kmax = key[r];
+      double v = fabs(xi[r]);
+      if( v < vlo ) vlo = v;
+      if( v > vhi ) vhi = v;
+    }
+    if( i > 0 && !(cell[b.perm[b.start[i - 1]]] < c) ) bad_order++;
+    if( b.key[i] != kmax ) bad_key++;
+    if( b.xi_lo[i] != vlo || b.xi_hi[i] != vhi ) bad_xi++;
+  }
+  TAP_OK(perm_ok && bad_cell == 0 && bad_order == 0,
+         "two rows share a bucket iff they share a cell; buckets in cell order "
+         "(%zu rows misplaced, %zu buckets out of order)", bad_cell, bad_order);
+  TAP_OK(perm_ok && bad_key == 0 && bad_xi == 0,
+         "each bucket's largest key and |xi| range are exact (%zu keys, %zu ranges wrong)",
+         bad_key, bad_xi);
+  size_t bad_row = 0;
+  for(size_t n = 0; n < N_ROWS; n++) if( (double)b.xi[n] != xi[n] ) bad_row++;
+  TAP_OK(bad_row == 0, "every row's xi kept as stored (%zu differ)", bad_row);
+  fly_buckets_free(&b);
+
+  /* a negative key: the bounds are not MAP-tuned */
+  key[12345] = -1;
+  rc = write_bounds(db, ds, 2, "fixed") ? FLY_OK : FLY_IO;
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, 2, 0, &bp, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, &b, &err);
+  TAP_OK(rc == FLY_NUMERIC && strstr(err.msg, "row 12346 has gap key -1"),
+         "a negative key is refused, naming its row (%s)", err.msg);
+  fly_pages_close(bp);
+  fly_buckets_free(&b);
+
+out:
+  fly_db_close(db);
+  fx_unlink_db(path);
+  return tap_done();
+}
