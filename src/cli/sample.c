@@ -719,9 +719,9 @@ static int run_sample(fly_args *a, int64_t resume_id)
 
   if( sc.z == FLY_Z_GIBBS ){
     /* The sketches (a scan of the data pages) are filled on a connection
-     * of their own beside the bucket index (three scans of the bound
+     * of their own beside the bucket index (two scans of the bound
      * pages); then this thread helps fill them.  At 10^8 rows these are
-     * tens of seconds of start-up. */
+     * about 16 s of start-up. */
     sketch_job sj = { sc.db_path, ds, &sk, FLY_OK, {0} };
     double ti = fly_now();
     pthread_t sth;
