@@ -74,8 +74,8 @@ static size_t cell_of(const scan_ctx *s, double k, double v)
   return (size_t)li * s->nbin + (size_t)bi;
 }
 
-/* Visit every row in row order; pass 0 collects the key range and counts
- * the fine cells, pass 2 places the rows and takes the bucket extremes. */
+/* Visit every row in row order; pass 0 counts the fine cells, pass 1
+ * places the rows and takes the bucket extremes. */
 static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
                    fly_err *err)
 {
@@ -94,9 +94,7 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
                         "are not MAP-tuned (use --z implicit or --bounds map)",
                         (long long)row + 1, k);
       if( pass == 0 ){
-        int64_t g = grid(k);
-        if( g != INT64_MIN ){ if( g < s->lo ) s->lo = g; if( g > s->hi ) s->hi = g; }
-        s->fine[fine_level(g) * s->nbin + (s->nbin > 1 ? (size_t)xi_bin(v) : 0)]++;
+        s->fine[fine_level(grid(k)) * s->nbin + (s->nbin > 1 ? (size_t)xi_bin(v) : 0)]++;
         continue;
       }
       int64_t bi = s->cell[cell_of(s, k, v)];
@@ -148,6 +146,16 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   if( !s.page || !s.fine ){ rc = fly_fail(err, FLY_NOMEM, "bucket scan"); goto done; }
   memset(s.fine, 0, FINE_LEVELS * s.nbin * sizeof *s.fine);
   if( (rc = scan(&s, 0, b, NULL, err)) ) goto done;
+  /* the range of levels: the lowest and highest non-empty fine levels
+   * (fine level 0, keys of 0, has no level) */
+  for(size_t f = 1; f < FINE_LEVELS; f++)
+    for(size_t bi = 0; bi < s.nbin; bi++)
+      if( s.fine[f * s.nbin + bi] ){
+        int64_t g = (int64_t)f - 1 + FINE_LO;
+        if( g < s.lo ) s.lo = g;
+        if( g > s.hi ) s.hi = g;
+        break;
+      }
   if( s.lo == INT64_MAX ){ s.lo = s.hi = 0; }
   /* Keep the top MAX_LEVELS levels; anything lower shares level 0. */
   if( s.hi - s.lo + 1 > MAX_LEVELS ) s.lo = s.hi - MAX_LEVELS + 1;
@@ -199,7 +207,7 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
     b->key[i] = 0;
     if( b->xi_lo ){ b->xi_lo[i] = INFINITY; b->xi_hi[i] = 0; }
   }
-  rc = scan(&s, 2, b, fill, err);
+  rc = scan(&s, 1, b, fill, err);
   if( rc == FLY_OK && b->xi_lo && m->type->box_prep ){
     b->nbox = m->type->n_box(m);
     if( b->nbox > FLY_BOX_MAX ){

@@ -25,8 +25,8 @@
  * exactly these errors (logistic.c, robust.c, softmax.c).
  *
  * Cost: build O(N D^2) in one sequential scan of the data pages (dtrsm per
- * page), shared by any number of threads in chunks of 16 pages; prep O(nd D^2) per z step; rho O(nd k) per candidate, no
- * allocation.
+ * page), which any number of threads share in chunks of FILL_CHUNK pages;
+ * prep O(nd D^2) per z step; rho O(nd k) per candidate, no allocation.
  */
 #include "flymc/sketch.h"
 
