@@ -69,6 +69,12 @@ typedef struct job {
   fly_err              err;
 } job;
 
+/* Iterations between the ends of a chain's read transaction (see
+ * fly_chain_release).  With 4, two chains at 10^6 rows kept the WAL at
+ * 20-22 MB as before the hold, against 17-133 MB growing when released only
+ * at commits (every 2 s), and 2.0 -> 0.5 fcntl calls an iteration. */
+#define RELEASE_EVERY 4
+
 static void *run_chain(void *arg)
 {
   job *j = arg;
@@ -114,11 +120,15 @@ static void *run_chain(void *arg)
       fly_prof_pop(pf);
       if( rc ) goto done;
     }
+    /* the chain's read transaction must end now and then, or it pins the
+     * WAL: a checkpoint cannot pass a snapshot some chain holds */
+    if( it % RELEASE_EVERY == 0 ) fly_chain_release(ch);
     int stop = atomic_load(&g_stop);
     double t = fly_now();
     if( it == total || stop || fly_trace_pending(tr) + 1 >= cap ||
         (it % sc->ckpt_every) == 0 || t - last > 2.0 ){
       fly_prof_push(pf, FLY_PROF_WRITE);
+      fly_chain_release(ch);        /* so the commit's checkpoint can pass */
       rc = fly_chain_save(ch, &blob, &len, err);
       if( rc == FLY_OK ) rc = fly_trace_commit(tr, it, blob, len, err);
       fly_prof_pop(pf);

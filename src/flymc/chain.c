@@ -701,6 +701,7 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
                              &c->data, err)) ) goto done;
     fly_pages_set_prof(c->data, &c->prof);
+    fly_pages_hold(c->data, 1);     /* released by fly_chain_release */
   }
   if( cfg->z != FLY_Z_REGULAR ){
     if( cfg->buckets && cfg->buckets->nxi != c->nxi ){
@@ -712,6 +713,7 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
                              cfg->buckets ? 0 : cfg->cache_bytes / 4, &c->bnd,
                              err)) ) goto done;
     fly_pages_set_prof(c->bnd, &c->prof);
+    fly_pages_hold(c->bnd, 1);
     if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, c->nc, err)) ) goto done;
     if( !(c->tcoef = fly_alloc_array(c->nc ? c->nc : 1, sizeof *c->tcoef)) ){
       rc = fly_fail(err, FLY_NOMEM, "chain");
@@ -762,6 +764,12 @@ done:
   }
   *pc = c;
   return FLY_OK;
+}
+
+void fly_chain_release(fly_chain *c)
+{
+  if( c->data ) fly_pages_release(c->data);
+  if( c->bnd ) fly_pages_release(c->bnd);
 }
 
 void fly_chain_close(fly_chain *c)

@@ -19,7 +19,8 @@
  * db.c, or the OS page cache beyond it), verify its XXH3-64 checksum
  * against the map, decode.  A raw f64 page is read straight into its
  * destination and verified there, so it costs one copy.  The BLOB handle is
- * closed when each public call returns: an open handle is an active
+ * closed when each public call returns (unless the caller holds it,
+ * fly_pages_hold, and releases it itself): an open handle is an active
  * statement that pins a read transaction, which would block writers in
  * other processes (rollback journal) or stop the WAL from ever being reset
  * while a run writes its draws.  A call that is served from the cache never
@@ -94,7 +95,8 @@ struct fly_pages {
   int32_t        head, tail;   /* most / least recently used slot */
   int64_t       *ghost;        /* n_slots pages read past the cache, or -1 */
   int32_t        ghost_pos;    /* next ring entry to overwrite */
-  sqlite3_blob  *blob;         /* open only during a call */
+  sqlite3_blob  *blob;         /* open during a call, or between held calls */
+  int            hold;         /* fly_pages_hold: keep blob between calls */
   unsigned char *io;           /* stored payload, io_cap bytes */
   size_t         io_cap;
   unsigned char *scratch;      /* f32 lz4 decode, page_vals*4 bytes */
@@ -369,6 +371,20 @@ static void release(fly_pages *p)
   }
 }
 
+/* End of a public call: release unless the caller holds the handle. */
+static void call_end(fly_pages *p)
+{
+  if( !p->hold ) release(p);
+}
+
+void fly_pages_hold(fly_pages *p, int on)
+{
+  p->hold = on != 0;
+  if( !on ) release(p);
+}
+
+void fly_pages_release(fly_pages *p) { release(p); }
+
 /* Point the BLOB handle at page k's payload. */
 static fly_rc seek_blob(fly_pages *p, int64_t k, fly_err *err)
 {
@@ -548,7 +564,7 @@ fly_rc fly_pages_read_page(fly_pages *p, int64_t page_no, double *out,
     memcpy(out, slot_vals(p, i), n_vals * sizeof *out);
   }else{
     rc = fetch(p, page_no, out, err);
-    release(p);
+    call_end(p);
     if( rc ) return rc;
   }
   if( n_rows ) *n_rows = p->meta[page_no].n_rows;
@@ -560,7 +576,7 @@ fly_rc fly_pages_get(fly_pages *p, int64_t page_no, const double **rows,
 {
   fly_rc rc = page_range(p, page_no, err);
   if( rc == FLY_OK ) rc = cached(p, page_no, rows, err);
-  release(p);
+  call_end(p);
   if( rc ) return rc;
   if( n_rows ) *n_rows = p->meta[page_no].n_rows;
   return FLY_OK;
@@ -699,7 +715,7 @@ fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
       memcpy(out + i * w, rows + (size_t)(ids[i] - k * P) * w, w * sizeof *out);
     }
   }
-  release(p);
+  call_end(p);
   if( rc == FLY_OK ) p->st.rows_read += (int64_t)n;
   return rc;
 }

@@ -80,6 +80,16 @@ void   fly_pages_prefetch_row(const fly_pages *p, int64_t row);
 fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
                            double *out, fly_err *err);
 
+/* Calls normally end their read transaction (they close the BLOB handle
+ * that pins it).  fly_pages_hold(p, 1) keeps the handle open between calls
+ * instead, until fly_pages_release, fly_pages_hold(p, 0) or close: a loop
+ * of small reads then skips opening a handle and taking and dropping
+ * SQLite's shared lock (two fcntl calls) at every call.  A held handle reads
+ * one snapshot, and a WAL checkpoint cannot pass it, so a holder releases
+ * at least whenever a writer on another connection commits. */
+void fly_pages_hold(fly_pages *p, int on);
+void fly_pages_release(fly_pages *p);
+
 /* Counters since open: pages fetched from SQLite, pages served by the cache,
  * rows copied by read_rows. */
 typedef struct fly_pages_stats {

@@ -2,7 +2,8 @@
  * test_pages.c -- the page writer and the page reader against the rows that
  * were written: page reads, random row batches (repeats, page boundaries,
  * the last partial page, many pages so the radix sort takes two passes),
- * FLY_RANGE, the LRU bound and its statistics, bound_page tables, and
+ * FLY_RANGE, the LRU bound and its statistics, a handle held across
+ * calls (one read transaction, WAL checkpoints), bound_page tables, and
  * corruption made through SQL (flipped payload byte, truncated LZ4 and raw
  * payloads with a recomputed checksum, payload of the wrong size, wrong
  * raw_bytes, missing pages, wrong n_pages), each reported as FLY_CORRUPT
@@ -497,6 +498,80 @@ done:
   fly_db_close(db);
 }
 
+/* ---- a held handle ---------------------------------------------------- */
+
+/* 1 if a TRUNCATE checkpoint on db could reset the whole WAL (no reader
+ * pins a snapshot), 0 if a reader held it back, -1 on error. */
+static int wal_resets(fly_db *db)
+{
+  sqlite3_stmt *st = NULL;
+  int v = -1;
+  if( sqlite3_prepare_v2(fly_db_sqlite(db), "PRAGMA wal_checkpoint(TRUNCATE)",
+                         -1, &st, NULL) == SQLITE_OK
+      && sqlite3_step(st) == SQLITE_ROW )
+    v = sqlite3_column_int(st, 0) == 0 && sqlite3_column_int(st, 1) == 0;
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* Read rows a and b (W = 3 columns of data set kind 0), then commit on db
+ * (another connection): wal_resets(db) if the rows came back exact, else
+ * -1. */
+static int read_then_commit(fly_pages *p, fly_db *db, int64_t a, int64_t b)
+{
+  int64_t ids[2] = { a, b };
+  double out[2 * 3];
+  fly_err err = {0};
+  if( fly_pages_read_rows(p, ids, 2, out, &err) != FLY_OK ){
+    printf("# read_rows: %s\n", err.msg);
+    return -1;
+  }
+  sql(db, "INSERT INTO log VALUES (1)");
+  return rows_equal(out, ids, 2, 3, 0, FLY_PREC_F64) ? wal_resets(db) : -1;
+}
+
+/* fly_pages_hold keeps one read transaction across calls (the chains' z
+ * steps): another connection's commits do not disturb its reads, a WAL
+ * checkpoint cannot pass it, and fly_pages_release / hold off end it.  The
+ * cache holds 2 pages, so each read below fetches pages not cached. */
+static void test_hold(void)
+{
+  enum { N = 1000, W = 3, P = 100 };
+  fly_db *db = fresh_db(), *rd = NULL;
+  fly_err err = {0};
+  fly_pages *p = NULL;
+  fly_rc rc;
+
+  TAP_OK(make_dataset(db, 1, 0, N, W, P, FLY_PREC_F64), "data set for the hold checks");
+  rc = fly_db_wal(db, &err);
+  if( rc == FLY_OK ) rc = fly_db_open(path, FLY_DB_READONLY, &rd, &err);
+  if( rc == FLY_OK ) rc = fly_pages_open(rd, FLY_TABLE_DATA, 1, 0, &p, &err);
+  TAP_OK(rc == FLY_OK, "WAL on; a reader on a second connection (%s)",
+         rc ? err.msg : "ok");
+  if( rc ) goto done;
+  sql(db, "CREATE TABLE log(x)");
+
+  TAP_OK(read_then_commit(p, db, 517, 12) == 1,
+         "not held: the read ends its transaction");
+  fly_pages_hold(p, 1);
+  TAP_OK(read_then_commit(p, db, 302, 412) == 0
+         && read_then_commit(p, db, 703, 12) == 0,
+         "held: reads between another connection's commits are exact, and "
+         "the WAL cannot be reset past the reader");
+  fly_pages_release(p);
+  TAP_OK(wal_resets(db) == 1, "fly_pages_release ends the transaction");
+  TAP_OK(read_then_commit(p, db, 950, 880) == 0,
+         "still held: the next read opens a new one");
+  fly_pages_hold(p, 0);
+  TAP_OK(wal_resets(db) == 1, "hold off releases");
+  TAP_OK(read_then_commit(p, db, 50, 150) == 1,
+         "and calls end their transaction again");
+done:
+  fly_pages_close(p);
+  fly_db_close(rd);
+  fly_db_close(db);
+}
+
 static void test_corruption(void)
 {
   enum { N = 1000, W = 3, P = 64 };
@@ -757,6 +832,7 @@ int main(void)
   test_many_pages();
   test_lru();
   test_read_past();
+  test_hold();
   test_corruption();
   test_bound();
   test_writer_errors();
