@@ -634,6 +634,9 @@ static void radix_sort(fly_pages *p, size_t n)
   }
 }
 
+/* Batches from this size on prefetch their cached rows first. */
+#define PREFETCH_MIN 16
+
 /* Whether read_rows reads page k past the cache (see Admission above). */
 static int passes_by(const fly_pages *p, int64_t k)
 {
@@ -701,6 +704,19 @@ fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
   }
 
   keys = p->keys;
+  /* rows of cached pages cost a copy each from random places in the
+   * decoded cache: start loading them all before the copies */
+  if( n >= PREFETCH_MIN ){
+    const size_t lines = (w * sizeof(double) + 63) / 64;
+    for(size_t j = 0; j < n; j++){
+      int64_t k = (int64_t)(keys[j] >> 32);
+      int32_t s = p->slot_of[k];
+      if( s < 0 ) continue;
+      const char *r = (const char *)(slot_vals(p, s)
+                      + (size_t)(ids[keys[j] & 0xffffffffu] - k * P) * w);
+      for(size_t l = 0; l < lines; l++) __builtin_prefetch(r + 64 * l);
+    }
+  }
   for(size_t j = 0, e; j < n && rc == FLY_OK; j = e){
     int64_t k = (int64_t)(keys[j] >> 32);
     for(e = j + 1; e < n && (int64_t)(keys[e] >> 32) == k; e++) ;

@@ -75,8 +75,9 @@ void   fly_pages_prefetch_row(const fly_pages *p, int64_t row);
  * out[i*width ...] in the caller's order.  Pages are visited in page order,
  * each once per call, through the cache; once the cache is full, a raw page
  * not asked for lately is read past it (only its requested rows decoded,
- * the page remembered, and cached on its next miss).  FLY_RANGE for an id
- * out of range. */
+ * the page remembered, and cached on its next miss).  A batch of 16 rows
+ * or more first prefetches the rows it will copy from the cache.
+ * FLY_RANGE for an id out of range. */
 fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
                            double *out, fly_err *err);
 
