@@ -514,20 +514,22 @@ static int wal_resets(fly_db *db)
   return v;
 }
 
-/* Read rows a and b (W = 3 columns of data set kind 0), then commit on db
- * (another connection): wal_resets(db) if the rows came back exact, else
- * -1. */
+/* The data set of the hold checks: random f64 rows, 10 pages. */
+enum { HOLD_N = 1000, HOLD_W = 3, HOLD_P = 100 };
+
+/* Read rows a and b of that data set, then commit on db (another
+ * connection): wal_resets(db) if the rows came back exact, else -1. */
 static int read_then_commit(fly_pages *p, fly_db *db, int64_t a, int64_t b)
 {
   int64_t ids[2] = { a, b };
-  double out[2 * 3];
+  double out[2 * HOLD_W];
   fly_err err = {0};
   if( fly_pages_read_rows(p, ids, 2, out, &err) != FLY_OK ){
     printf("# read_rows: %s\n", err.msg);
     return -1;
   }
   sql(db, "INSERT INTO log VALUES (1)");
-  return rows_equal(out, ids, 2, 3, 0, FLY_PREC_F64) ? wal_resets(db) : -1;
+  return rows_equal(out, ids, 2, HOLD_W, 0, FLY_PREC_F64) ? wal_resets(db) : -1;
 }
 
 /* fly_pages_hold keeps one read transaction across calls (the chains' z
@@ -536,13 +538,13 @@ static int read_then_commit(fly_pages *p, fly_db *db, int64_t a, int64_t b)
  * cache holds 2 pages, so each read below fetches pages not cached. */
 static void test_hold(void)
 {
-  enum { N = 1000, W = 3, P = 100 };
   fly_db *db = fresh_db(), *rd = NULL;
   fly_err err = {0};
   fly_pages *p = NULL;
   fly_rc rc;
 
-  TAP_OK(make_dataset(db, 1, 0, N, W, P, FLY_PREC_F64), "data set for the hold checks");
+  TAP_OK(make_dataset(db, 1, 0, HOLD_N, HOLD_W, HOLD_P, FLY_PREC_F64),
+         "data set for the hold checks");
   rc = fly_db_wal(db, &err);
   if( rc == FLY_OK ) rc = fly_db_open(path, FLY_DB_READONLY, &rd, &err);
   if( rc == FLY_OK ) rc = fly_pages_open(rd, FLY_TABLE_DATA, 1, 0, &p, &err);
