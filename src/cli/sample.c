@@ -180,7 +180,7 @@ static fly_opt sample_opts_tmpl[] = {
                                "of RAM shared by the chains, at least 256)", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
-  { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 13 bytes a row that bound each row's "
+  { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 15 bytes a row that bound each row's "
                              "linear predictors, so most thinned candidates are rejected "
                              "without a read (default on; it changes which rows are "
                              "read, not the chain's draws)", 0, 0 },

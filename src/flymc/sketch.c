@@ -1,19 +1,30 @@
 /*
- * sketch.c -- 4-bit whitened-feature sketches for gibbs thinning (see
+ * sketch.c -- 5-bit whitened-feature sketches for gibbs thinning (see
  * sketch.h).
  *
- * Code of a row (FLY_SKETCH_BYTES = 13 bytes):
- *   bytes 0..10  coordinate j in the low (j even) or high (j odd) nibble of
- *                byte j/2, two's complement, q_j in [-7, 7];
- *   byte 11      scale code e: s = step[e] = 2^((e - 128)/8); 255: no sketch;
- *   byte 12      error code c: E = 0 if c = 0, else step[c] >= the norm of
- *                (y_j - q_j s for j < k, y_j for j >= k).
- * The scale is the smallest step with max_j |y_j| <= 7 s (at least step[0]),
- * so rounding y_j / s to the nearest integer is within [-7, 7] and errs by at
- * most s/2.  A row whose scale or error norm would pass step[254] (|y|
- * above ~3.6e4 Laplace sds) gets no sketch: its rho is +inf and its bucket
- * bound stands.  The rounding errors are about uniform on [-s/2, s/2], so
- * E ~ s sqrt(k/12) and E ||w|| is typically 30% below (s/2) sum |w_j|.
+ * Code of a row (FLY_SKETCH_BYTES = 15 bytes), read as a little-endian
+ * string of bits:
+ *   bits 0..104    coordinate j at bits 5j..5j+4, two's complement,
+ *                  q_j in [-15, 15];
+ *   bits 105..111  error code c (the high 7 bits of byte 13): E = 0 if
+ *                  c = 0, else E = s rel[c] = s 2^((c - 32)/8) >= the norm
+ *                  of (y_j - q_j s for j < k, y_j for j >= k);
+ *   byte 14        scale code e: s = step[e] = 2^((e - 128)/8); 255: no
+ *                  sketch.
+ * The scale is the smallest step with max_j |y_j| <= 15 s and the norm of
+ * the coordinates not kept at most 2048 s (at least step[0]), so rounding
+ * y_j / s to the nearest integer is within [-15, 15] and errs by at most
+ * s/2, and E / s <= sqrt(2048^2 + k/4) < rel[127] = 2^(95/8) always has a
+ * code.  A row whose scale would pass step[254] (|y| above ~7e4 Laplace
+ * sds) gets no sketch: its rho is +inf and its bucket bound stands.  The
+ * rounding errors are about uniform on [-s/2, s/2], so E ~ s sqrt(k/12)
+ * and E ||w|| is typically 30% below (s/2) sum |w_j|.
+ *
+ * Why 5 bits in 15 bytes, not 4 in 13: with |x'd| known exactly the
+ * models' bound keeps about as many candidates as turn bright; 4-bit codes
+ * kept twice that, every extra one a random page fetch (docs/benchmarks.md,
+ * "What the thinning still wastes").  Error code and scale share the two
+ * bytes the 21 coordinates leave.
  *
  * Any invertible L makes x'd = (L^-1 x)'(L'd) exact; the bound set's
  * Cholesky factor of key_prec (the thinning metric: the Laplace precision
@@ -59,17 +70,22 @@ static int code_up(const fly_sketch *s, double v, int lo)
   return c <= 254 ? c : NONE;
 }
 
+static void no_sketch(uint8_t *out)
+{
+  memset(out, 0, FLY_SKETCH_BYTES);
+  out[14] = NONE;
+}
+
 /* A row's code.  Written for speed (at 10^8 rows it was half of the
  * start-up): independent partial maxima and sums instead of one dependent
- * chain, the nibbles packed from an array instead of a branch per
- * coordinate.  The partial sums round differently from one running sum;
- * E is rounded up to a code and the models' KAPPA margin absorbs the
- * rest (see the file comment). */
+ * chain.  The partial sums round differently from one running sum; E is
+ * rounded up to a code and the models' KAPPA margin absorbs the rest (see
+ * the file comment). */
 static void encode(const fly_sketch *s, const double *y, uint8_t *out)
 {
   const size_t k = s->k, D = s->D;
-  double m0 = 0, m1 = 0, r0 = 0, r1 = 0, r2, mx;
-  int q[FLY_SKETCH_DIMS + 1];
+  double m0 = 0, m1 = 0, r0 = 0, r1 = 0, res, r2, mx;
+  int q[FLY_SKETCH_DIMS];
   size_t j;
   for(j = 0; j + 1 < k; j += 2){
     double a = fabs(y[j]), b = fabs(y[j + 1]);
@@ -79,21 +95,21 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   if( j < k && fabs(y[j]) > m0 ) m0 = fabs(y[j]);
   mx = m0 > m1 ? m0 : m1;
   for(j = k; j < D; j++) r0 += y[j] * y[j];
-  int e = code_up(s, mx / 7.0, 0);
-  if( e == NONE || !isfinite(mx) || !isfinite(r0) ){
-    memset(out, 0, FLY_SKETCH_BYTES);
-    out[11] = NONE;
+  res = r0;
+  int e = code_up(s, mx / 15.0, 0);
+  if( e != NONE && res > 0 ) e = code_up(s, sqrt(res) / 2048.0, e);
+  if( e == NONE || !isfinite(mx) || !isfinite(res) ){
+    no_sketch(out);
     return;
   }
-  /* q_j = floor(y_j / s + 1/2): v = y_j/s + 8.5 is in [1, 16), where
+  /* q_j = floor(y_j / s + 1/2): v = y_j/s + 16.5 is in [1, 32), where
    * truncation is floor.  y_j / s is y_j times 1/s to rounding, which the
    * models' KAPPA margin absorbs like every other rounding in rho. */
   const double inv = s->inv[e], st = s->step[e];
   for(j = 0; j < k; j++){
-    double v = y[j] * inv + 8.5;
-    q[j] = (int)(v < 1.0 ? 1.0 : v >= 16.0 ? 15.0 : v) - 8;  /* clamp: rounding only */
+    double v = y[j] * inv + 16.5;
+    q[j] = (int)(v < 1.0 ? 1.0 : v >= 32.0 ? 31.0 : v) - 16;  /* clamp: rounding only */
   }
-  q[k] = 0;
   for(j = 0; j + 1 < k; j += 2){
     double d0 = y[j] - (double)q[j] * st, d1 = y[j + 1] - (double)q[j + 1] * st;
     r0 += d0 * d0;
@@ -104,17 +120,25 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
     r0 += d0 * d0;
   }
   r2 = r0 + r1;
-  memset(out, 0, FLY_SKETCH_BYTES);
-  for(j = 0; j < (k + 1) / 2; j++)
-    out[j] = (uint8_t)((q[2 * j] & 15) | (q[2 * j + 1] & 15) << 4);
-  int c = r2 > 0 ? code_up(s, sqrt(r2), 1) : 0;
-  if( c == NONE ){
-    memset(out, 0, FLY_SKETCH_BYTES);
-    out[11] = NONE;
-    return;
+  /* the smallest c >= 1 with st rel[c] >= the error norm: the product
+   * fly_sketch_rho forms */
+  int c = 0;
+  if( r2 > 0 ){
+    double en = sqrt(r2);
+    for(c = 1; c < 128 && !(st * s->rel[c] >= en); c++) ;
+    if( c == 128 ){       /* not reached: E / s < rel[127] (file comment) */
+      no_sketch(out);
+      return;
+    }
   }
-  out[11] = (uint8_t)e;
-  out[12] = (uint8_t)c;
+  memset(out, 0, FLY_SKETCH_BYTES);
+  for(j = 0; j < k; j++){
+    unsigned v = (unsigned)q[j] & 31u, bit = 5 * (unsigned)j;
+    out[bit / 8] |= (uint8_t)(v << (bit % 8));
+    if( bit % 8 > 3 ) out[bit / 8 + 1] |= (uint8_t)(v >> (8 - bit % 8));
+  }
+  out[13] |= (uint8_t)(c << 1);
+  out[14] = (uint8_t)e;
 }
 
 fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
@@ -135,6 +159,7 @@ fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
     s->step[c] = exp2((double)(c - 128) / 8.0);
     s->inv[c] = 1.0 / s->step[c];
   }
+  for(int c = 0; c < 128; c++) s->rel[c] = c ? exp2((double)(c - 32) / 8.0) : 0.0;
   s->L = fly_alloc_array(D * D, sizeof *s->L);
   s->code = fly_alloc_array(s->N ? (size_t)s->N : 1, FLY_SKETCH_BYTES);
   if( !s->L || !s->code ){
@@ -190,7 +215,7 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
       for(size_t i = 0; i < n; i++){
         uint8_t *o = s->code + (size_t)(row + (int64_t)i) * FLY_SKETCH_BYTES;
         encode(s, Y + i * D, o);
-        if( o[11] == NONE ) n_none++;
+        if( o[14] == NONE ) n_none++;
       }
     }
   }
@@ -241,7 +266,7 @@ void fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
   for(size_t q = 0; q < at->nd; q++){
     double *w = at->w + q * (D + 1), a = 0, a2 = 0, p = 0;
     memcpy(w, at->d + q * D, D * sizeof *w);
-    w[D] = 0;                                  /* see fly_sketch_rho */
+    w[D] = 0;                                  /* (room kept; not read) */
     cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit, (int)D,
                 s->L, (int)D, w, 1);           /* w = L' d */
     for(size_t j = 0; j < s->k; j++){
@@ -255,19 +280,40 @@ void fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
   }
 }
 
-/* rho_q >= |x'd_q| from the row's code o (scale sc, error norm E). */
-static double rho_dir(const fly_sketch *s, const uint8_t *o, double sc, double E,
-                      const fly_sketch_at *at, size_t q)
+/* The 8 bytes at p as a little-endian integer (one load where that is
+ * the machine's order). */
+static inline uint64_t le64(const uint8_t *p)
 {
-  /* two nibbles a byte; w has room for k rounded up to even (w[D] = 0 when
-   * k = D is odd, and that nibble is 0) */
-  static const double nib[16] = { 0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1 };
+  uint64_t v = 0;
+  for(int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+/* Coordinate codes 0..31 -> q in [-16, 15] (two's complement). */
+static const double sval[32] = {
+  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+  -16, -15, -14, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1
+};
+
+/* rho_q >= |x'd_q| from the row's code (bits lo: bytes 0..7, hi: bytes
+ * 7..14; scale sc, error norm E). */
+static double rho_dir(const fly_sketch *s, uint64_t lo, uint64_t hi, double sc,
+                      double E, const fly_sketch_at *at, size_t q)
+{
   const double *w = at->w + q * (s->D + 1);
+  const size_t k = s->k, k0 = k < 12 ? k : 12;    /* coordinates 0..11 lie in lo */
   double t0 = 0, t1 = 0;
-  for(size_t i = 0; i < (s->k + 1) / 2; i++){
-    t0 += nib[o[i] & 15] * w[2 * i];
-    t1 += nib[o[i] >> 4] * w[2 * i + 1];
+  size_t j = 0;
+  for(; j + 1 < k0; j += 2){
+    t0 += sval[(lo >> (5 * j)) & 31] * w[j];
+    t1 += sval[(lo >> (5 * j + 5)) & 31] * w[j + 1];
   }
+  for(; j < k0; j++) t0 += sval[(lo >> (5 * j)) & 31] * w[j];
+  for(; j + 1 < k; j += 2){                        /* bit 5j of the code is bit 5j - 56 of hi */
+    t0 += sval[(hi >> (5 * j - 56)) & 31] * w[j];
+    t1 += sval[(hi >> (5 * j - 51)) & 31] * w[j + 1];
+  }
+  for(; j < k; j++) t0 += sval[(hi >> (5 * j - 56)) & 31] * w[j];
   double t = t0 + t1;
   double by_coord = 0.5 * sc * at->w1[q] + E * at->wperp[q];
   double by_norm = E * at->wnorm[q];
@@ -277,17 +323,31 @@ static double rho_dir(const fly_sketch *s, const uint8_t *o, double sc, double E
 double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
 {
   const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
-  if( o[11] == NONE ) return INFINITY;
-  double sc = s->step[o[11]], E = o[12] ? s->step[o[12]] : 0.0;
-  if( at->nd == 1 ) return rho_dir(s, o, sc, E, at, 0);
+  if( o[14] == NONE ) return INFINITY;
+  uint64_t lo = le64(o), hi = le64(o + 7);
+  double sc = s->step[o[14]], E = sc * s->rel[o[13] >> 1];
+  if( at->nd == 1 ) return rho_dir(s, lo, hi, sc, E, at, 0);
   /* the root of a sum of squares to a few ulps: the models' KAPPA margin
    * covers it (softmax.c) */
   double r2 = 0;
   for(size_t q = 0; q < at->nd; q++){
-    double r = rho_dir(s, o, sc, E, at, q);
+    double r = rho_dir(s, lo, hi, sc, E, at, q);
     r2 += r * r;
   }
   return sqrt(r2);
+}
+
+int fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS],
+                      double *sc, double *E)
+{
+  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
+  if( o[14] == NONE ) return 0;
+  uint64_t lo = le64(o), hi = le64(o + 7);
+  for(size_t j = 0; j < s->k; j++)
+    q[j] = (int)sval[(j < 12 ? lo >> (5 * j) : hi >> (5 * j - 56)) & 31];
+  *sc = s->step[o[14]];
+  *E = *sc * s->rel[o[13] >> 1];
+  return 1;
 }
 
 void fly_sketch_free(fly_sketch *s)

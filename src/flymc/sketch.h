@@ -1,5 +1,5 @@
 /*
- * sketch.h -- a fixed 13 bytes a row that bound how far each row's linear
+ * sketch.h -- a fixed 15 bytes a row that bound how far each row's linear
  * predictor has moved from the MAP: the second stage of gibbs thinning.
  *
  * The bucket bound (buckets.h) must hold for every row of a bucket and every
@@ -7,10 +7,10 @@
  * |x'd| <= ||x||_P ||d||_{P^-1}, which overstates a typical |x'd| by about
  * sqrt(D): at D = 21 the thinning reads ~29 rows for each row that turns
  * bright.  A sketch keeps, per row, the whitened features y = L^-1 x
- * (L L' = key_prec = P^-1) quantised to 4 bits: k = min(D, 22) coordinates
+ * (L L' = key_prec = P^-1) quantised to 5 bits: k = min(D, 21) coordinates
  * q_j with one scale s = 2^(e/8) (|y_j - q_j s| <= s/2), and an upper bound
  * E on the norm of the error vector (y_j - q_j s for j < k, then the D - k
- * coordinates not kept).  With w = L'd (so x'd = y'w and ||w|| = the
+ * coordinates not kept), as a multiple of s.  With w = L'd (so x'd = y'w and ||w|| = the
  * thinning radius r), the error e'w is at most (s/2) sum_{j<k} |w_j| +
  * E ||w_{k..D}|| (coordinate by coordinate) and at most E ||w||
  * (Cauchy-Schwarz), so
@@ -39,17 +39,18 @@
 #include "store/pages.h"
 #include "util/err.h"
 
-#define FLY_SKETCH_DIMS  22   /* coordinates kept, 4 bits each */
-#define FLY_SKETCH_BYTES 13   /* 11 bytes of coordinates, scale, error norm */
+#define FLY_SKETCH_DIMS  21   /* coordinates kept, 5 bits each */
+#define FLY_SKETCH_BYTES 15   /* 105 bits of coordinates, 7 of error norm, scale */
 
 typedef struct fly_sketch {
   int64_t  N;
-  size_t   D, k;            /* features; coordinates kept, min(D, 22) */
+  size_t   D, k;            /* features; coordinates kept, min(D, 21) */
   size_t   nd;              /* directions: 1, or K with type->dirs */
   double  *L;               /* D x D row-major lower (the caller's, copied) */
   uint8_t *code;            /* N * FLY_SKETCH_BYTES */
-  double   step[256];       /* code c -> 2^((c - 128)/8); 255 unused */
+  double   step[256];       /* scale code c -> 2^((c - 128)/8); 255 unused */
   double   inv[256];        /* 1 / step[c] */
+  double   rel[128];        /* error code c -> E / s = 2^((c - 32)/8); 0 unused */
   int64_t  n_none;          /* rows whose sketch says nothing (rho = inf) */
   int64_t  page_rows, n_pages;  /* the data pages' shape */
   int64_t  fill_next;       /* fly_sketch_fill: the next page to take (atomic) */
@@ -101,9 +102,15 @@ void   fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th
  * nothing). */
 double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at);
 
+/* What row's code says, for tests and tools (the hot path is
+ * fly_sketch_rho): q[0..k) the coordinates, *sc the scale and *E the error
+ * norm; 0 (and q, sc, E untouched) if the row has no sketch, else 1. */
+int    fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS],
+                         double *sc, double *E);
+
 /* Start loading row's code into the CPU cache (a batch of candidates
  * overlaps their memory latencies; the codes of a big store are random
- * accesses into N * 13 bytes). */
+ * accesses into N * 15 bytes). */
 static inline void fly_sketch_prefetch(const fly_sketch *s, int64_t row)
 {
   __builtin_prefetch(s->code + (size_t)row * FLY_SKETCH_BYTES);

@@ -1,6 +1,6 @@
 /*
  * test_sketch.c -- the per-row sketches of gibbs thinning (flymc/sketch.h)
- * bound what they claim to bound, at D above the 22 coordinates they keep.
+ * bound what they claim to bound, at D above the 21 coordinates they keep.
  *
  * Three stores (logistic; robust, nu = 4; softmax, K = 3) of N_ROWS rows with D = 30
  * (intercept + 29 features of unequal scales, so the whitened rows are not
@@ -19,8 +19,8 @@
  * MAP curvature along it whitens it down), and rho must be much tighter
  * than Cauchy-Schwarz ||x_n||_P r: the median of rho_n / (||x_n||_P r)
  * below 0.6 (for whitened rows with isotropic directions E|t| / (||x|| r)
- * is about sqrt(2 / (pi D)) = 0.15; the 8 coordinates not kept add about
- * 8/30 = 0.27 and the 4-bit rounding about 0.1: 0.56 here, against 1 for
+ * is about sqrt(2 / (pi D)) = 0.15; the 9 coordinates not kept add about
+ * 9/30 = 0.3 and the 5-bit rounding about 0.05: 0.5 here, against 1 for
  * Cauchy-Schwarz), or the sketch saves little.  Two threads filling the
  * sketches in chunks of pages (as flydb sample builds them) give the same
  * bytes as one scan.
@@ -148,9 +148,8 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
   TAP_OK(fly_sketch_fits(m) && sk.k == FLY_SKETCH_DIMS && sk.D == DIM && sk.nd == nd,
          "%s: k = %zu of D = %zu coordinates kept, %zu direction(s)", label, sk.k,
          sk.D, sk.nd);
-  /* only a row whose whitened coordinates pass 7 step[254] (or whose error
-   * norm, at least the norm of the coordinates not kept, passes step[254])
-   * goes without; the huge row does unless the MAP's curvature along it
+  /* only a row whose whitened coordinates pass 15 step[254] (or the norm
+   * of whose coordinates not kept passes 2048 step[254]) goes without; the huge row does unless the MAP's curvature along it
    * whitens it down (logistic: sigma' > 0 there) */
   double ymax = 0, yres = 0;
   {
@@ -162,10 +161,41 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
       if( i < sk.k ) ymax = fmax(ymax, fabs(y[i])); else yres += y[i] * y[i];
     }
   }
-  int want_none = ymax / 7 > sk.step[254] || sqrt(yres) > sk.step[254];
+  int want_none = ymax / 15 > sk.step[254] || sqrt(yres) / 2048 > sk.step[254];
   TAP_OK(sk.n_none == want_none, "%s: %lld rows without a sketch, want %d (the huge "
          "row's largest whitened coordinate %.3g, residual %.3g)", label,
          (long long)sk.n_none, want_none, ymax, sqrt(yres));
+  /* every code says what sketch.h claims of it: |y_j - q_j s| <= s/2 for
+   * the k coordinates kept, and E >= the norm of the error vector (those
+   * errors, then the coordinates not kept), and not by more than the code's
+   * step of 2^(1/8) (E = 0 only for no error), y = L^-1 x in long double */
+  {
+    int64_t bad_q = 0, bad_e = 0, loose_e = 0, coded = 0;
+    for(size_t n = 0; n < N_ROWS; n++){
+      long double y[DIM], e2 = 0;
+      int q[FLY_SKETCH_DIMS];
+      double sc, E;
+      for(size_t i = 0; i < DIM; i++){
+        long double v = X[n * WID + i];
+        for(size_t j = 0; j < i; j++) v -= (long double)sk.L[i * DIM + j] * y[j];
+        y[i] = v / sk.L[i * DIM + i];
+      }
+      if( !fly_sketch_decode(&sk, (int64_t)n, q, &sc, &E) ) continue;
+      coded++;
+      for(size_t j = 0; j < DIM; j++){
+        long double d = j < sk.k ? y[j] - (long double)q[j] * sc : y[j];
+        if( j < sk.k && !(fabsl(d) <= 0.5L * sc * (1 + 1e-12L)) ) bad_q++;
+        e2 += d * d;
+      }
+      if( !(sqrtl(e2) <= (long double)E * (1 + 1e-12L)) ) bad_e++;
+      if( !((long double)E <= sqrtl(e2) * 1.0905077326652577L * (1 + 1e-12L)) ) loose_e++;
+    }
+    TAP_OK(bad_q == 0 && bad_e == 0 && coded == N_ROWS - sk.n_none,
+           "%s: %lld codes: %lld coordinates off by more than s/2, %lld error norms "
+           "above E", label, (long long)coded, (long long)bad_q, (long long)bad_e);
+    TAP_OK(loose_e == 0, "%s: E within a step of 2^(1/8) of the error norm: %lld "
+           "codes above", label, (long long)loose_e);
+  }
   memcpy(xi, bk.xi, N_ROWS * nxi * sizeof *xi);
   for(size_t b = 0; b < bk.nb; b++)
     for(int64_t i = bk.start[b]; i < bk.start[b + 1]; i++) bucket[bk.perm[i]] = (uint32_t)b;
