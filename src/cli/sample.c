@@ -892,6 +892,10 @@ static int run_sample(fly_args *a, int64_t resume_id)
   }
 done:
   if( rc ) fprintf(stderr, "flydb: %s\n", err.msg[0] ? err.msg : fly_rc_str(rc));
+  if( rc == FLY_NOMEM )   /* the two knobs that decide most of the memory */
+    fprintf(stderr, "flydb sample: every chain has its own decoded-page cache of "
+            "--cache-mb %lld MiB beside the shared thinning index; a smaller "
+            "--cache-mb or fewer --chains needs less\n", (long long)sc.cache_mb);
 out:
   if( jobs ) for(int c = 0; c < sc.chains; c++) fly_free(jobs[c].ckpt);
   fly_free(jobs);

@@ -291,8 +291,9 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
     p->scratch = fly_alloc_array(p->page_vals, FLY_PREC_F32);
   if( !p->slots || !p->ghost || !p->vals || !p->io
       || (p->info.prec == FLY_PREC_F32 && !p->scratch) ){
-    rc = fly_fail(err, FLY_NOMEM, "%s: page cache of %zu pages x %zu bytes",
-                  p->name, n_slots, page_bytes);
+    rc = fly_fail(err, FLY_NOMEM, "%s: out of memory for a page cache of %zu pages "
+                  "x %zu bytes (%.0f MiB)", p->name, n_slots, page_bytes,
+                  (double)n_slots * (double)page_bytes / 1048576.0);
     goto done;
   }
   /* Slots fill in order, each a fresh page of memory: on 4 KiB pages a
