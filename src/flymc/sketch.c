@@ -70,6 +70,22 @@ static int code_up(const fly_sketch *s, double v, int lo)
   return c <= 254 ? c : NONE;
 }
 
+/* The smallest error code c in [1, 127] with st rel[c] >= v (v > 0), the
+ * product fly_sketch_rho forms, or 128.  rel[c] = 2^((c - 32)/8): frexp
+ * puts v / st in [2^(e-1), 2^e), near code 8(e-1) + 32; the walks settle
+ * the rounding of the product in a few steps. */
+static int rel_up(const fly_sketch *s, double st, double v)
+{
+  int e;
+  (void)frexp(v / st, &e);
+  int c = 8 * (e - 1) + 32;
+  if( c < 1 ) c = 1;
+  if( c > 127 ) c = 127;
+  while( c > 1 && st * s->rel[c - 1] >= v ) c--;
+  while( c <= 127 && !(st * s->rel[c] >= v) ) c++;
+  return c;
+}
+
 static void no_sketch(uint8_t *out)
 {
   memset(out, 0, FLY_SKETCH_BYTES);
@@ -122,14 +138,10 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   r2 = r0 + r1;
   /* the smallest c >= 1 with st rel[c] >= the error norm: the product
    * fly_sketch_rho forms */
-  int c = 0;
-  if( r2 > 0 ){
-    double en = sqrt(r2);
-    for(c = 1; c < 128 && !(st * s->rel[c] >= en); c++) ;
-    if( c == 128 ){       /* not reached: E / s < rel[127] (file comment) */
-      no_sketch(out);
-      return;
-    }
+  int c = r2 > 0 ? rel_up(s, st, sqrt(r2)) : 0;
+  if( c == 128 ){       /* not reached: E / s < rel[127] (file comment) */
+    no_sketch(out);
+    return;
   }
   memset(out, 0, FLY_SKETCH_BYTES);
   for(j = 0; j < k; j++){
