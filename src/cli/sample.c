@@ -629,12 +629,11 @@ static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
 }
 
 /* Filling the row sketches of one data set on a connection of its own
- * (fly_sketch_fill: the main thread joins in once the bucket index is
- * built). */
+ * (fly_sketch_fill: the main thread fills its share beside it). */
 typedef struct sketch_job {
   const char      *path;
   int64_t          ds;
-  fly_sketch      *out;        /* fly_sketch_init done */
+  fly_sketch      *out;        /* fly_sketch_init_placed done */
   fly_rc           rc;
   fly_err          err;
 } sketch_job;
@@ -728,34 +727,43 @@ static int run_sample(fly_args *a, int64_t resume_id)
   }
 
   if( sc.z == FLY_Z_GIBBS ){
-    /* The sketches (a scan of the data pages) are filled on a connection
-     * of their own beside the bucket index (two scans of the bound
-     * pages); then this thread helps fill them.  At 10^8 rows these are
-     * about 16 s of start-up. */
+    /* The bucket index first (two scans of the bound pages): its records
+     * have room for the sketches, which a scan of the data pages then
+     * writes at each row's position, on a connection of its own and on
+     * this thread, sharing the pages.  At 10^8 rows these are about 16 s
+     * of start-up. */
     sketch_job sj = { sc.db_path, ds, &sk, FLY_OK, {0} };
     double ti = fly_now();
     pthread_t sth;
     int threaded = 0;
     fly_pages *bp = NULL, *dp = NULL;
-    if( sc.sketch ){
-      rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
-      if( rc == FLY_OK )
-        rc = fly_sketch_init(fly_pages_info_of(dp), &m, bd->chol_key, &sk, &err);
-      threaded = rc == FLY_OK && pthread_create(&sth, NULL, fill_sketch, &sj) == 0;
-    }
-    if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err);
+    uint32_t *pos_of = NULL;
+    rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err);
     if( rc == FLY_OK ){
       int began = fly_db_read_begin(db);
-      rc = fly_buckets_build(bp, &m, &bk, &err);
-      /* no thread, or the rest of its pages */
-      if( rc == FLY_OK && sc.sketch ) rc = fly_sketch_fill(dp, &sk, &err);
+      rc = fly_buckets_build(bp, &m, sc.sketch ? FLY_SKETCH_BYTES : 0,
+                             sc.sketch ? &pos_of : NULL, &bk, &err);
       fly_db_read_end(db, began);
+    }
+    if( rc == FLY_OK && sc.sketch ){
+      rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
+      if( rc == FLY_OK )
+        rc = fly_sketch_init_placed(fly_pages_info_of(dp), &m, bd->chol_key,
+                                    fly_buckets_tail(&bk, 0), bk.stride, pos_of, &sk, &err);
+      threaded = rc == FLY_OK && pthread_create(&sth, NULL, fill_sketch, &sj) == 0;
+      if( rc == FLY_OK ){
+        int began = fly_db_read_begin(db);
+        rc = fly_sketch_fill(dp, &sk, &err);   /* no thread, or its share */
+        fly_db_read_end(db, began);
+      }
     }
     /* on a failure here the thread stops at its next chunk */
     if( rc && threaded ) __atomic_store_n(&sk.fill_next, sk.n_pages, __ATOMIC_RELAXED);
     fly_pages_close(bp);
     fly_pages_close(dp);
     if( threaded ) pthread_join(sth, NULL);
+    fly_free(pos_of);
+    sk.slot_of = NULL;
     if( rc ) goto done;
     if( sj.rc ){
       rc = sj.rc;

@@ -55,6 +55,7 @@ typedef struct scan_ctx {
   size_t     nlev, nbin;
   int64_t   *cell;            /* nlev * nbin: count, then bucket index or -1 */
   int64_t   *fine;            /* FINE_LEVELS * nbin: counts of the first scan */
+  uint32_t  *pos_of;          /* N: each row's position, or NULL */
 } scan_ctx;
 
 static size_t fine_level(int64_t g)
@@ -101,9 +102,15 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
       if( bi < 0 || fill[bi] >= b->start[bi + 1] )   /* not the rows first counted */
         return fly_fail(err, FLY_CORRUPT, "bound page %lld changed between the scans "
                         "of the bucket index", (long long)pg);
-      b->perm[fill[bi]++] = (uint32_t)row;
-      for(size_t j = 0; j < s->col; j++)   /* stored as f32: exact */
-        b->xi[(size_t)row * s->col + j] = (float)br[j];
+      int64_t pos = fill[bi]++;
+      uint8_t *rec = b->rec + (size_t)pos * b->stride;
+      uint32_t r32 = (uint32_t)row;
+      memcpy(rec, &r32, sizeof r32);
+      for(size_t j = 0; j < s->col; j++){   /* stored as f32: exact */
+        float f = (float)br[j];
+        memcpy(rec + 4 + 4 * j, &f, sizeof f);
+      }
+      if( s->pos_of ) s->pos_of[row] = (uint32_t)pos;
       if( k > b->key[bi] ) b->key[bi] = k;
       if( b->xi_lo ){
         if( !isfinite(v) ) v = INFINITY;
@@ -115,8 +122,8 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
   return FLY_OK;
 }
 
-fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
-                         fly_err *err)
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
+                         uint32_t **pos_of, fly_buckets *b, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
   /* xi only sharpens the bound of a model with gap_upper_box; without it
@@ -135,6 +142,12 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   s.lo = INT64_MAX;
   s.hi = INT64_MIN;
   b->N = in->n_rows;
+  if( pos_of ) *pos_of = NULL;
+  if( in->n_rows > (int64_t)UINT32_MAX ){
+    rc = fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
+                  "as 32 bits", (long long)in->n_rows);
+    goto done;
+  }
   if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width ){
     rc = fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
                   key_col, xi_col, in->width);
@@ -179,21 +192,22 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   b->start = fly_alloc_array(b->nb + 1, sizeof *b->start);
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
   fill = fly_alloc_array(b->nb, sizeof *fill);
-  b->perm = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *b->perm);
   b->nxi = key_col;
-  b->xi = fly_alloc_array((size_t)b->N, key_col * sizeof *b->xi);
+  b->tail = tail;
+  b->stride = 4 + 4 * key_col + tail;
+  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
+  if( pos_of ) s.pos_of = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *s.pos_of);
   if( xi_col != NO_XI ){
     b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
     b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
   }
-  if( !b->start || !b->key || !fill || !b->perm || !b->xi ||
+  if( !b->start || !b->key || !fill || !b->rec || (pos_of && !s.pos_of) ||
       (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }
-  /* candidates index perm and xi at random */
-  fly_mem_random_access(b->perm, (size_t)b->N * sizeof *b->perm);
-  fly_mem_random_access(b->xi, (size_t)b->N * key_col * sizeof *b->xi);
+  /* candidates read the records at random */
+  fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
   b->start[0] = 0;
   size_t bi = 0;
   for(size_t c = 0; c < s.nlev * s.nbin; c++){
@@ -226,7 +240,10 @@ done:
   fly_free(s.fine);
   fly_free(s.cell);
   fly_free(fill);
-  if( rc ) fly_buckets_free(b);
+  if( rc ){
+    fly_buckets_free(b);
+    fly_free(s.pos_of);
+  }else if( pos_of ) *pos_of = s.pos_of;
   return rc;
 }
 
@@ -257,12 +274,11 @@ double fly_buckets_row_upper(const fly_buckets *b, size_t i,
 void fly_buckets_free(fly_buckets *b)
 {
   if( !b ) return;
-  fly_free(b->perm);
+  fly_free(b->rec);
   fly_free(b->start);
   fly_free(b->key);
   fly_free(b->xi_lo);
   fly_free(b->xi_hi);
   fly_free(b->box);
-  fly_free(b->xi);
   memset(b, 0, sizeof *b);
 }
