@@ -629,7 +629,8 @@ static fly_rc load_checkpoints(fly_db *db, int64_t run_id, job *jobs, int n,
 }
 
 /* Filling the row sketches of one data set on a connection of its own
- * (fly_sketch_fill: the main thread fills its share beside it). */
+ * (fly_sketch_fill: the main thread joins in once the bucket index is
+ * filled). */
 typedef struct sketch_job {
   const char      *path;
   int64_t          ds;
@@ -727,49 +728,47 @@ static int run_sample(fly_args *a, int64_t resume_id)
   }
 
   if( sc.z == FLY_Z_GIBBS ){
-    /* The bucket index first (two scans of the bound pages): its records
-     * have room for the sketches, which a scan of the data pages then
-     * writes at each row's position, on a connection of its own and on
-     * this thread, sharing the pages.  At 10^8 rows these are about 16 s
-     * of start-up. */
+    /* The sketches (a scan of the data pages) are written by row into the
+     * tails of the bucket index's records, on a connection of their own,
+     * while this thread fills the rest of the records and the buckets (two
+     * scans of the bound pages) and then helps with the sketches; last,
+     * every tail moves to its row's position.  At 10^8 rows these are
+     * about 20 s of start-up. */
     sketch_job sj = { sc.db_path, ds, &sk, FLY_OK, {0} };
     double ti = fly_now();
     pthread_t sth;
     int threaded = 0;
     fly_pages *bp = NULL, *dp = NULL;
-    uint32_t *pos_of = NULL;
     rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, &err);
-    if( rc == FLY_OK ){
-      int began = fly_db_read_begin(db);
-      rc = fly_buckets_build(bp, &m, sc.sketch ? FLY_SKETCH_BYTES : 0,
-                             sc.sketch ? &pos_of : NULL, &bk, &err);
-      fly_db_read_end(db, began);
-    }
+    if( rc == FLY_OK )
+      rc = fly_buckets_init(fly_pages_info_of(bp), &m, sc.sketch ? FLY_SKETCH_BYTES : 0,
+                            &bk, &err);
     if( rc == FLY_OK && sc.sketch ){
       rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
       if( rc == FLY_OK )
         rc = fly_sketch_init_placed(fly_pages_info_of(dp), &m, bd->chol_key,
-                                    fly_buckets_tail(&bk, 0), bk.stride, pos_of, &sk, &err);
+                                    fly_buckets_tail(&bk, 0), bk.stride, &sk, &err);
       threaded = rc == FLY_OK && pthread_create(&sth, NULL, fill_sketch, &sj) == 0;
-      if( rc == FLY_OK ){
-        int began = fly_db_read_begin(db);
-        rc = fly_sketch_fill(dp, &sk, &err);   /* no thread, or its share */
-        fly_db_read_end(db, began);
-      }
+    }
+    if( rc == FLY_OK ){
+      int began = fly_db_read_begin(db);
+      rc = fly_buckets_fill(bp, &m, &bk, &err);
+      /* no thread, or the rest of its pages */
+      if( rc == FLY_OK && sc.sketch ) rc = fly_sketch_fill(dp, &sk, &err);
+      fly_db_read_end(db, began);
     }
     /* on a failure here the thread stops at its next chunk */
     if( rc && threaded ) __atomic_store_n(&sk.fill_next, sk.n_pages, __ATOMIC_RELAXED);
     fly_pages_close(bp);
     fly_pages_close(dp);
     if( threaded ) pthread_join(sth, NULL);
-    fly_free(pos_of);
-    sk.slot_of = NULL;
     if( rc ) goto done;
     if( sj.rc ){
       rc = sj.rc;
       err = sj.err;
       goto done;
     }
+    if( (rc = fly_buckets_gather_tails(&bk, &err)) ) goto done;
     if( !sc.quiet )     /* tens of seconds at 10^8 rows: say what they were */
       fprintf(stderr, "gibbs: thinning index%s of %lld rows built in %.1f s\n",
               sc.sketch ? " and row sketches" : "", (long long)sh.n_rows, fly_now() - ti);

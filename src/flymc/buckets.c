@@ -55,7 +55,6 @@ typedef struct scan_ctx {
   size_t     nlev, nbin;
   int64_t   *cell;            /* nlev * nbin: count, then bucket index or -1 */
   int64_t   *fine;            /* FINE_LEVELS * nbin: counts of the first scan */
-  uint32_t  *pos_of;          /* N: each row's position, or NULL */
 } scan_ctx;
 
 static size_t fine_level(int64_t g)
@@ -110,7 +109,6 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
         float f = (float)br[j];
         memcpy(rec + 4 + 4 * j, &f, sizeof f);
       }
-      if( s->pos_of ) s->pos_of[row] = (uint32_t)pos;
       if( k > b->key[bi] ) b->key[bi] = k;
       if( b->xi_lo ){
         if( !isfinite(v) ) v = INFINITY;
@@ -122,8 +120,32 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
   return FLY_OK;
 }
 
-fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
-                         uint32_t **pos_of, fly_buckets *b, fly_err *err)
+fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
+                        fly_buckets *b, fly_err *err)
+{
+  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
+  memset(b, 0, sizeof *b);
+  if( in->n_rows > (int64_t)UINT32_MAX )
+    return fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
+                    "as 32 bits", (long long)in->n_rows);
+  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width )
+    return fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
+                    key_col, xi_col, in->width);
+  b->N = in->n_rows;
+  b->nxi = key_col;
+  b->tail = tail;
+  b->stride = 4 + 4 * key_col + tail;
+  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
+  if( !b->rec )
+    return fly_fail(err, FLY_NOMEM, "bucket index of %lld rows x %zu bytes",
+                    (long long)b->N, b->stride);
+  /* candidates read the records at random */
+  fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
+  return FLY_OK;
+}
+
+fly_rc fly_buckets_fill(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                        fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
   /* xi only sharpens the bound of a model with gap_upper_box; without it
@@ -133,7 +155,6 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
   int64_t *fill = NULL;
   fly_rc rc = FLY_OK;
 
-  memset(b, 0, sizeof *b);
   memset(&s, 0, sizeof s);
   s.p = bnd;
   s.col = key_col;
@@ -141,16 +162,11 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
   s.width = in->width;
   s.lo = INT64_MAX;
   s.hi = INT64_MIN;
-  b->N = in->n_rows;
-  if( pos_of ) *pos_of = NULL;
-  if( in->n_rows > (int64_t)UINT32_MAX ){
-    rc = fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
-                  "as 32 bits", (long long)in->n_rows);
-    goto done;
-  }
-  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width ){
-    rc = fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
-                  key_col, xi_col, in->width);
+  if( !b->rec || in->n_rows != b->N || key_col != b->nxi || key_col >= in->width ||
+      (xi_col != NO_XI && xi_col >= in->width) ){
+    rc = fly_fail(err, FLY_MISUSE, "bucket index of %lld rows with %zu xi for %lld "
+                  "bound rows of %zu values", (long long)b->N, b->nxi,
+                  (long long)in->n_rows, in->width);
     goto done;
   }
   s.nbin = xi_col == NO_XI ? 1 : XI_BINS;
@@ -192,22 +208,14 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
   b->start = fly_alloc_array(b->nb + 1, sizeof *b->start);
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
   fill = fly_alloc_array(b->nb, sizeof *fill);
-  b->nxi = key_col;
-  b->tail = tail;
-  b->stride = 4 + 4 * key_col + tail;
-  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
-  if( pos_of ) s.pos_of = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *s.pos_of);
   if( xi_col != NO_XI ){
     b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
     b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
   }
-  if( !b->start || !b->key || !fill || !b->rec || (pos_of && !s.pos_of) ||
-      (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
+  if( !b->start || !b->key || !fill || (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }
-  /* candidates read the records at random */
-  fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
   b->start[0] = 0;
   size_t bi = 0;
   for(size_t c = 0; c < s.nlev * s.nbin; c++){
@@ -240,11 +248,50 @@ done:
   fly_free(s.fine);
   fly_free(s.cell);
   fly_free(fill);
-  if( rc ){
-    fly_buckets_free(b);
-    fly_free(s.pos_of);
-  }else if( pos_of ) *pos_of = s.pos_of;
   return rc;
+}
+
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
+                         fly_buckets *b, fly_err *err)
+{
+  fly_rc rc = fly_buckets_init(fly_pages_info_of(bnd), m, tail, b, err);
+  if( rc == FLY_OK ) rc = fly_buckets_fill(bnd, m, b, err);
+  if( rc ) fly_buckets_free(b);
+  return rc;
+}
+
+/* tail(p) = the old tail(row(p)) for every position p, in place, one
+ * cycle of the permutation at a time: each cycle's first tail is held in
+ * tmp while the others move up it.  Random reads and writes of N records,
+ * once each. */
+fly_rc fly_buckets_gather_tails(fly_buckets *b, fly_err *err)
+{
+  uint8_t tmp[256];
+  size_t words = (size_t)(b->N + 63) / 64;
+  uint64_t *done = NULL;
+  if( b->tail == 0 || b->N == 0 ) return FLY_OK;
+  if( b->tail > sizeof tmp )
+    return fly_fail(err, FLY_MISUSE, "record tails of %zu bytes (at most %zu)",
+                    b->tail, sizeof tmp);
+  if( !(done = fly_alloc_array(words, sizeof *done)) )
+    return fly_fail(err, FLY_NOMEM, "gathering %lld record tails", (long long)b->N);
+  memset(done, 0, words * sizeof *done);
+  for(int64_t s0 = 0; s0 < b->N; s0++){
+    if( done[s0 / 64] >> (s0 % 64) & 1 ) continue;
+    memcpy(tmp, fly_buckets_tail(b, s0), b->tail);
+    for(int64_t p = s0;;){
+      int64_t q = fly_buckets_row(b, p);
+      done[p / 64] |= (uint64_t)1 << (p % 64);
+      if( q == s0 ){
+        memcpy(fly_buckets_tail(b, p), tmp, b->tail);
+        break;
+      }
+      memcpy(fly_buckets_tail(b, p), fly_buckets_tail(b, q), b->tail);
+      p = q;
+    }
+  }
+  fly_free(done);
+  return FLY_OK;
 }
 
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,

@@ -75,12 +75,24 @@ static inline void fly_buckets_prefetch(const fly_buckets *b, int64_t pos)
  * n_xi values, then the key) by a sequential scan of the bound pages, keep
  * the xi, and group the rows; when the model has gap_upper_box the buckets
  * are split by |xi| (the first value) too.  Each record gets `tail` bytes
- * for the caller to fill.  With pos_of, *pos_of is set to an array of N
- * (fly_free it) giving each row's position: how a caller that scans the
- * rows in row order fills their tails.  FLY_NUMERIC if a key is negative
- * or not finite (bounds not MAP-tuned). */
+ * for the caller.  FLY_NUMERIC if a key is negative or not finite (bounds
+ * not MAP-tuned).  fly_buckets_build frees b on failure. */
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
-                         uint32_t **pos_of, fly_buckets *b, fly_err *err);
+                         fly_buckets *b, fly_err *err);
+
+/* The same in parts, so the tails can be written while the index is built:
+ * fly_buckets_init allocates the records for bound pages shaped `in`
+ * (nothing else is set but N, nxi, tail and stride); then the caller may
+ * write row n's tail at fly_buckets_tail(b, n), by row, from other threads,
+ * while fly_buckets_fill writes the rest of each record (disjoint bytes)
+ * and the buckets; once both are done fly_buckets_gather_tails moves every
+ * tail to its row's position (N bits of memory, not 4 bytes a row).  On
+ * any failure free b with fly_buckets_free once no thread writes it. */
+fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
+                        fly_buckets *b, fly_err *err);
+fly_rc fly_buckets_fill(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                        fly_err *err);
+fly_rc fly_buckets_gather_tails(fly_buckets *b, fly_err *err);
 /* The build keeps each bucket's box_prep constants when the model has them,
  * so a refresh's box bounds cost the r-dependent part only. */
 

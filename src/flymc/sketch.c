@@ -197,16 +197,15 @@ fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
 
 fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
                               const double *L, uint8_t *base, size_t stride,
-                              const uint32_t *slot_of, fly_sketch *s, fly_err *err)
+                              fly_sketch *s, fly_err *err)
 {
-  if( !base || !slot_of || stride < FLY_SKETCH_BYTES )
-    return fly_fail(err, FLY_MISUSE, "sketch: placed codes need memory, a slot "
-                    "map and a stride of at least %d bytes", FLY_SKETCH_BYTES);
+  if( !base || stride < FLY_SKETCH_BYTES )
+    return fly_fail(err, FLY_MISUSE, "sketch: placed codes need memory and a "
+                    "stride of at least %d bytes", FLY_SKETCH_BYTES);
   fly_rc rc = init_common(in, m, L, s, err);
   if( rc ) return rc;
   s->code = base;
   s->stride = stride;
-  s->slot_of = slot_of;
   return FLY_OK;
 }
 
@@ -252,8 +251,7 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
         cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
                     CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
       for(size_t i = 0; i < n; i++){
-        int64_t r = row + (int64_t)i;
-        uint8_t *o = s->code + (size_t)(s->slot_of ? s->slot_of[r] : r) * s->stride;
+        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * s->stride;
         encode(s, Y + i * D, o);
         if( o[14] == NONE ) n_none++;
       }

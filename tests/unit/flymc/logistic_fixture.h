@@ -15,7 +15,6 @@
 #include "flymc/sketch.h"
 #include "models/model.h"
 #include "store/pages.h"
-#include "util/mem.h"
 #include "util/rng.h"
 
 /* Fill X (n rows of D + 1 values) from RNG stream 0 of seed and store it as
@@ -74,7 +73,7 @@ static inline fly_rc fx_buckets(fly_db *db, int64_t bs, const fly_model *m,
 {
   fly_pages *bp = NULL;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, 0, NULL, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, 0, bk, err);
   fly_pages_close(bp);
   return rc;
 }
@@ -86,16 +85,15 @@ static inline fly_rc fx_index(fly_db *db, int64_t bs, int64_t ds, const fly_mode
                               fly_err *err)
 {
   fly_pages *bp = NULL, *dp = NULL;
-  uint32_t *pos_of = NULL;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, FLY_SKETCH_BYTES, &pos_of, bk, err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, err);
+  if( rc == FLY_OK ) rc = fly_buckets_init(fly_pages_info_of(bp), m, FLY_SKETCH_BYTES, bk, err);
   if( rc == FLY_OK )
     rc = fly_sketch_init_placed(fly_pages_info_of(dp), m, L, fly_buckets_tail(bk, 0),
-                                bk->stride, pos_of, sk, err);
+                                bk->stride, sk, err);
   if( rc == FLY_OK ) rc = fly_sketch_fill(dp, sk, err);
-  sk->slot_of = NULL;
-  fly_free(pos_of);
+  if( rc == FLY_OK ) rc = fly_buckets_fill(bp, m, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_gather_tails(bk, err);
   fly_pages_close(dp);
   fly_pages_close(bp);
   return rc;
