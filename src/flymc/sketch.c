@@ -153,9 +153,8 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   out[14] = (uint8_t)e;
 }
 
-/* Everything but the codes' memory. */
-static fly_rc init_common(const fly_pages_info *in, const fly_model *m,
-                          const double *L, fly_sketch *s, fly_err *err)
+fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
+                       const double *L, fly_sketch *s, fly_err *err)
 {
   const size_t D = m->D;
   memset(s, 0, sizeof *s);
@@ -174,38 +173,13 @@ static fly_rc init_common(const fly_pages_info *in, const fly_model *m,
   }
   for(int c = 0; c < 128; c++) s->rel[c] = c ? exp2((double)(c - 32) / 8.0) : 0.0;
   s->L = fly_alloc_array(D * D, sizeof *s->L);
-  if( !s->L ) return fly_fail(err, FLY_NOMEM, "sketch metric (%zu x %zu)", D, D);
-  memcpy(s->L, L, D * D * sizeof *s->L);
-  return FLY_OK;
-}
-
-fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
-                       const double *L, fly_sketch *s, fly_err *err)
-{
-  fly_rc rc = init_common(in, m, L, s, err);
-  if( rc ) return rc;
-  s->own = 1;
-  s->stride = FLY_SKETCH_BYTES;
   s->code = fly_alloc_array(s->N ? (size_t)s->N : 1, FLY_SKETCH_BYTES);
-  if( !s->code ){
+  if( !s->L || !s->code ){
     fly_sketch_free(s);
-    return fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)in->n_rows);
+    return fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)s->N);
   }
   fly_mem_random_access(s->code, (size_t)s->N * FLY_SKETCH_BYTES);  /* read at random */
-  return FLY_OK;
-}
-
-fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
-                              const double *L, uint8_t *base, size_t stride,
-                              fly_sketch *s, fly_err *err)
-{
-  if( !base || stride < FLY_SKETCH_BYTES )
-    return fly_fail(err, FLY_MISUSE, "sketch: placed codes need memory and a "
-                    "stride of at least %d bytes", FLY_SKETCH_BYTES);
-  fly_rc rc = init_common(in, m, L, s, err);
-  if( rc ) return rc;
-  s->code = base;
-  s->stride = stride;
+  memcpy(s->L, L, D * D * sizeof *s->L);
   return FLY_OK;
 }
 
@@ -251,7 +225,7 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
         cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
                     CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
       for(size_t i = 0; i < n; i++){
-        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * s->stride;
+        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * FLY_SKETCH_BYTES;
         encode(s, Y + i * D, o);
         if( o[14] == NONE ) n_none++;
       }
@@ -360,7 +334,7 @@ static double rho_dir(const fly_sketch *s, uint64_t lo, uint64_t hi, double sc,
 
 double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
 {
-  const uint8_t *o = s->code + (size_t)row * s->stride;
+  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
   if( o[14] == NONE ) return INFINITY;
   uint64_t lo = le64(o), hi = le64(o + 7);
   double sc = s->step[o[14]], E = sc * s->rel[o[13] >> 1];
@@ -378,7 +352,7 @@ double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
 int fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS],
                       double *sc, double *E)
 {
-  const uint8_t *o = s->code + (size_t)row * s->stride;
+  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
   if( o[14] == NONE ) return 0;
   uint64_t lo = le64(o), hi = le64(o + 7);
   for(size_t j = 0; j < s->k; j++)
@@ -392,6 +366,6 @@ void fly_sketch_free(fly_sketch *s)
 {
   if( !s ) return;
   fly_free(s->L);
-  if( s->own ) fly_free(s->code);
+  fly_free(s->code);
   memset(s, 0, sizeof *s);
 }
