@@ -252,11 +252,11 @@ fly_rc fly_sketch_at_init(const fly_sketch *s, fly_sketch_at *at, fly_err *err)
 {
   size_t nd = s->nd, D = s->D;
   memset(at, 0, sizeof *at);
-  at->d = fly_alloc_array(nd * (2 * D + 4), sizeof *at->d);
+  at->d = fly_alloc_array(nd * (2 * D + 3), sizeof *at->d);
   if( !at->d ) return fly_fail(err, FLY_NOMEM, "sketch directions (%zu x %zu)", nd, D);
   at->nd = nd;
   at->w = at->d + nd * D;
-  at->w1 = at->w + nd * (D + 1);
+  at->w1 = at->w + nd * D;
   at->wperp = at->w1 + nd;
   at->wnorm = at->wperp + nd;
   return FLY_OK;
@@ -276,9 +276,8 @@ void fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
   if( m->type->dirs ) m->type->dirs(m, th, th_map, at->d);
   else for(size_t j = 0; j < D; j++) at->d[j] = th[j] - th_map[j];
   for(size_t q = 0; q < at->nd; q++){
-    double *w = at->w + q * (D + 1), a = 0, a2 = 0, p = 0;
+    double *w = at->w + q * D, a = 0, a2 = 0, p = 0;
     memcpy(w, at->d + q * D, D * sizeof *w);
-    w[D] = 0;                                  /* (room kept; not read) */
     cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit, (int)D,
                 s->L, (int)D, w, 1);           /* w = L' d */
     for(size_t j = 0; j < s->k; j++){
@@ -307,12 +306,27 @@ static const double sval[32] = {
   -16, -15, -14, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1
 };
 
+/* Row's code as two words (lo: bytes 0..7, hi: bytes 7..14; coordinate
+ * j < 12 at bit 5j of lo, j >= 12 at bit 5j - 56 of hi) with its scale
+ * and error norm; 0 if the row has no sketch. */
+static int read_code(const fly_sketch *s, int64_t row, uint64_t *lo, uint64_t *hi,
+                     double *sc, double *E)
+{
+  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
+  if( o[14] == NONE ) return 0;
+  *lo = le64(o);
+  *hi = le64(o + 7);
+  *sc = s->step[o[14]];
+  *E = *sc * s->rel[o[13] >> 1];
+  return 1;
+}
+
 /* rho_q >= |x'd_q| from the row's code (bits lo: bytes 0..7, hi: bytes
  * 7..14; scale sc, error norm E). */
 static double rho_dir(const fly_sketch *s, uint64_t lo, uint64_t hi, double sc,
                       double E, const fly_sketch_at *at, size_t q)
 {
-  const double *w = at->w + q * (s->D + 1);
+  const double *w = at->w + q * s->D;
   const size_t k = s->k, k0 = k < 12 ? k : 12;    /* coordinates 0..11 lie in lo */
   double t0 = 0, t1 = 0;
   size_t j = 0;
@@ -334,10 +348,9 @@ static double rho_dir(const fly_sketch *s, uint64_t lo, uint64_t hi, double sc,
 
 double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
 {
-  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
-  if( o[14] == NONE ) return INFINITY;
-  uint64_t lo = le64(o), hi = le64(o + 7);
-  double sc = s->step[o[14]], E = sc * s->rel[o[13] >> 1];
+  uint64_t lo, hi;
+  double sc, E;
+  if( !read_code(s, row, &lo, &hi, &sc, &E) ) return INFINITY;
   if( at->nd == 1 ) return rho_dir(s, lo, hi, sc, E, at, 0);
   /* the root of a sum of squares to a few ulps: the models' KAPPA margin
    * covers it (softmax.c) */
@@ -352,13 +365,10 @@ double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
 int fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS],
                       double *sc, double *E)
 {
-  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
-  if( o[14] == NONE ) return 0;
-  uint64_t lo = le64(o), hi = le64(o + 7);
+  uint64_t lo, hi;
+  if( !read_code(s, row, &lo, &hi, sc, E) ) return 0;
   for(size_t j = 0; j < s->k; j++)
     q[j] = (int)sval[(j < 12 ? lo >> (5 * j) : hi >> (5 * j - 56)) & 31];
-  *sc = s->step[o[14]];
-  *E = *sc * s->rel[o[13] >> 1];
   return 1;
 }
 

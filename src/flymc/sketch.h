@@ -83,7 +83,7 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err);
 typedef struct fly_sketch_at {
   size_t  nd;
   double *d;        /* nd x D: the directions */
-  double *w;        /* nd x (D + 1): w_k, then 0 */
+  double *w;        /* nd x D: w_k */
   double *w1;       /* nd: sum_{j<k} |w_kj| */
   double *wperp;    /* nd: ||(w_kj)_{j >= k}|| */
   double *wnorm;    /* nd: ||w_k|| */
