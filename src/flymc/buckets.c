@@ -101,9 +101,14 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
       if( bi < 0 || fill[bi] >= b->start[bi + 1] )   /* not the rows first counted */
         return fly_fail(err, FLY_CORRUPT, "bound page %lld changed between the scans "
                         "of the bucket index", (long long)pg);
-      b->perm[fill[bi]++] = (uint32_t)row;
-      for(size_t j = 0; j < s->col; j++)   /* stored as f32: exact */
-        b->xi[(size_t)row * s->col + j] = (float)br[j];
+      int64_t pos = fill[bi]++;
+      uint8_t *rec = b->rec + (size_t)pos * b->stride;
+      uint32_t r32 = (uint32_t)row;
+      memcpy(rec, &r32, sizeof r32);
+      for(size_t j = 0; j < s->col; j++){   /* stored as f32: exact */
+        float f = (float)br[j];
+        memcpy(rec + 4 + 4 * j, &f, sizeof f);
+      }
       if( k > b->key[bi] ) b->key[bi] = k;
       if( b->xi_lo ){
         if( !isfinite(v) ) v = INFINITY;
@@ -115,8 +120,32 @@ static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
   return FLY_OK;
 }
 
-fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
-                         fly_err *err)
+fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
+                        fly_buckets *b, fly_err *err)
+{
+  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
+  memset(b, 0, sizeof *b);
+  if( in->n_rows > (int64_t)UINT32_MAX )
+    return fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
+                    "as 32 bits", (long long)in->n_rows);
+  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width )
+    return fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
+                    key_col, xi_col, in->width);
+  b->N = in->n_rows;
+  b->nxi = key_col;
+  b->tail = tail;
+  b->stride = 4 + 4 * key_col + tail;
+  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
+  if( !b->rec )
+    return fly_fail(err, FLY_NOMEM, "bucket index of %lld rows x %zu bytes",
+                    (long long)b->N, b->stride);
+  /* candidates read the records at random */
+  fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
+  return FLY_OK;
+}
+
+fly_rc fly_buckets_fill(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                        fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
   /* xi only sharpens the bound of a model with gap_upper_box; without it
@@ -126,7 +155,6 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   int64_t *fill = NULL;
   fly_rc rc = FLY_OK;
 
-  memset(b, 0, sizeof *b);
   memset(&s, 0, sizeof s);
   s.p = bnd;
   s.col = key_col;
@@ -134,10 +162,11 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   s.width = in->width;
   s.lo = INT64_MAX;
   s.hi = INT64_MIN;
-  b->N = in->n_rows;
-  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width ){
-    rc = fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
-                  key_col, xi_col, in->width);
+  if( !b->rec || in->n_rows != b->N || key_col != b->nxi || key_col >= in->width ||
+      (xi_col != NO_XI && xi_col >= in->width) ){
+    rc = fly_fail(err, FLY_MISUSE, "bucket index of %lld rows with %zu xi for %lld "
+                  "bound rows of %zu values", (long long)b->N, b->nxi,
+                  (long long)in->n_rows, in->width);
     goto done;
   }
   s.nbin = xi_col == NO_XI ? 1 : XI_BINS;
@@ -179,21 +208,14 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   b->start = fly_alloc_array(b->nb + 1, sizeof *b->start);
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
   fill = fly_alloc_array(b->nb, sizeof *fill);
-  b->perm = fly_alloc_array(b->N ? (size_t)b->N : 1, sizeof *b->perm);
-  b->nxi = key_col;
-  b->xi = fly_alloc_array((size_t)b->N, key_col * sizeof *b->xi);
   if( xi_col != NO_XI ){
     b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
     b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
   }
-  if( !b->start || !b->key || !fill || !b->perm || !b->xi ||
-      (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
+  if( !b->start || !b->key || !fill || (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }
-  /* candidates index perm and xi at random */
-  fly_mem_random_access(b->perm, (size_t)b->N * sizeof *b->perm);
-  fly_mem_random_access(b->xi, (size_t)b->N * key_col * sizeof *b->xi);
   b->start[0] = 0;
   size_t bi = 0;
   for(size_t c = 0; c < s.nlev * s.nbin; c++){
@@ -226,8 +248,50 @@ done:
   fly_free(s.fine);
   fly_free(s.cell);
   fly_free(fill);
+  return rc;
+}
+
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
+                         fly_buckets *b, fly_err *err)
+{
+  fly_rc rc = fly_buckets_init(fly_pages_info_of(bnd), m, tail, b, err);
+  if( rc == FLY_OK ) rc = fly_buckets_fill(bnd, m, b, err);
   if( rc ) fly_buckets_free(b);
   return rc;
+}
+
+/* tail(p) = the old tail(row(p)) for every position p, in place, one
+ * cycle of the permutation at a time: each cycle's first tail is held in
+ * tmp while the others move up it.  Random reads and writes of N records,
+ * once each. */
+fly_rc fly_buckets_gather_tails(fly_buckets *b, fly_err *err)
+{
+  uint8_t tmp[256];
+  size_t words = (size_t)(b->N + 63) / 64;
+  uint64_t *done = NULL;
+  if( b->tail == 0 || b->N == 0 ) return FLY_OK;
+  if( b->tail > sizeof tmp )
+    return fly_fail(err, FLY_MISUSE, "record tails of %zu bytes (at most %zu)",
+                    b->tail, sizeof tmp);
+  if( !(done = fly_alloc_array(words, sizeof *done)) )
+    return fly_fail(err, FLY_NOMEM, "gathering %lld record tails", (long long)b->N);
+  memset(done, 0, words * sizeof *done);
+  for(int64_t s0 = 0; s0 < b->N; s0++){
+    if( done[s0 / 64] >> (s0 % 64) & 1 ) continue;
+    memcpy(tmp, fly_buckets_tail(b, s0), b->tail);
+    for(int64_t p = s0;;){
+      int64_t q = fly_buckets_row(b, p);
+      done[p / 64] |= (uint64_t)1 << (p % 64);
+      if( q == s0 ){
+        memcpy(fly_buckets_tail(b, p), tmp, b->tail);
+        break;
+      }
+      memcpy(fly_buckets_tail(b, p), fly_buckets_tail(b, q), b->tail);
+      p = q;
+    }
+  }
+  fly_free(done);
+  return FLY_OK;
 }
 
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
@@ -257,12 +321,11 @@ double fly_buckets_row_upper(const fly_buckets *b, size_t i,
 void fly_buckets_free(fly_buckets *b)
 {
   if( !b ) return;
-  fly_free(b->perm);
+  fly_free(b->rec);
   fly_free(b->start);
   fly_free(b->key);
   fly_free(b->xi_lo);
   fly_free(b->xi_hi);
   fly_free(b->box);
-  fly_free(b->xi);
   memset(b, 0, sizeof *b);
 }

@@ -11,9 +11,13 @@
  *
  * The index also keeps every row's bound parameters xi (as stored: f32), so
  * a candidate costs one data-page fetch, not a data page and a bound page:
- * out of core each fetch is a random read.
+ * out of core each fetch is a random read.  Each bucket position holds one
+ * record: the row id, the row's xi and `tail` bytes the caller fills (the
+ * row's sketch, sketch.h), so a candidate's checks cost one random load
+ * into the index instead of one per array (at 10^8 rows each is a cache
+ * and TLB miss).
  *
- * Memory: 4 (1 + n_xi) bytes a row (perm, xi) plus O(buckets).  Shared
+ * Memory: 4 (1 + n_xi) + tail bytes a row plus O(buckets).  Shared
  * read-only by the chains.
  */
 #ifndef FLY_BUCKETS_H
@@ -21,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "models/model.h"
 #include "store/pages.h"
@@ -29,24 +34,65 @@
 typedef struct fly_buckets {
   int64_t   N;
   size_t    nb;      /* number of buckets */
-  uint32_t *perm;    /* N row ids grouped by bucket */
-  int64_t  *start;   /* nb + 1 offsets into perm */
+  int64_t  *start;   /* nb + 1 offsets: bucket i is positions start[i] .. start[i+1]-1 */
   double   *key;     /* nb: the largest key of each bucket */
   double   *xi_lo;   /* nb: smallest |xi| of each bucket, or NULL (keys only) */
   double   *xi_hi;   /* nb: largest |xi| (+inf if some |xi| is not finite) */
   size_t    nbox;    /* the model's n_box, or 0 */
   double   *box;     /* nb * nbox: each bucket's box_prep constants, or NULL */
   size_t    nxi;     /* bound parameters a row: the model's n_xi */
-  float    *xi;      /* N * nxi: row n's parameters at xi[n * nxi] */
+  size_t    tail;    /* caller's bytes a record, after the xi */
+  size_t    stride;  /* bytes a record: 4 + 4 nxi + tail */
+  uint8_t  *rec;     /* N records in bucket order, unaligned: uint32 row id,
+                      * nxi floats, tail bytes (see the accessors) */
 } fly_buckets;
+
+/* The row at bucket position pos, its xi (copied: records are unaligned)
+ * and its tail. */
+static inline uint32_t fly_buckets_row(const fly_buckets *b, int64_t pos)
+{
+  uint32_t r;
+  memcpy(&r, b->rec + (size_t)pos * b->stride, sizeof r);
+  return r;
+}
+static inline void fly_buckets_xi(const fly_buckets *b, int64_t pos, float *xi)
+{
+  memcpy(xi, b->rec + (size_t)pos * b->stride + 4, b->nxi * sizeof *xi);
+}
+static inline uint8_t *fly_buckets_tail(const fly_buckets *b, int64_t pos)
+{
+  return b->rec + (size_t)pos * b->stride + 4 + 4 * b->nxi;
+}
+/* Start loading position pos's record (both of its cache lines). */
+static inline void fly_buckets_prefetch(const fly_buckets *b, int64_t pos)
+{
+  const uint8_t *r = b->rec + (size_t)pos * b->stride;
+  __builtin_prefetch(r);
+  __builtin_prefetch(r + b->stride - 1);
+}
 
 /* Read every row's key and xi (bound row layout of tune.h: the model's
  * n_xi values, then the key) by a sequential scan of the bound pages, keep
  * the xi, and group the rows; when the model has gap_upper_box the buckets
- * are split by |xi| (the first value) too.  FLY_NUMERIC if a key is
- * negative or not finite (bounds not MAP-tuned). */
-fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
-                         fly_err *err);
+ * are split by |xi| (the first value) too.  Each record gets `tail` bytes
+ * for the caller.  FLY_NUMERIC if a key is negative or not finite (bounds
+ * not MAP-tuned).  fly_buckets_build frees b on failure. */
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
+                         fly_buckets *b, fly_err *err);
+
+/* The same in parts, so the tails can be written while the index is built:
+ * fly_buckets_init allocates the records for bound pages shaped `in`
+ * (nothing else is set but N, nxi, tail and stride); then the caller may
+ * write row n's tail at fly_buckets_tail(b, n), by row, from other threads,
+ * while fly_buckets_fill writes the rest of each record (disjoint bytes)
+ * and the buckets; once both are done fly_buckets_gather_tails moves every
+ * tail to its row's position (N bits of memory, not 4 bytes a row).  On
+ * any failure free b with fly_buckets_free once no thread writes it. */
+fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
+                        fly_buckets *b, fly_err *err);
+fly_rc fly_buckets_fill(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                        fly_err *err);
+fly_rc fly_buckets_gather_tails(fly_buckets *b, fly_err *err);
 /* The build keeps each bucket's box_prep constants when the model has them,
  * so a refresh's box bounds cost the r-dependent part only. */
 

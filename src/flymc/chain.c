@@ -98,6 +98,7 @@ struct fly_chain {
   size_t     ev_cap;
   /* candidates */
   int64_t   *cid;
+  int64_t   *cpos;            /* gibbs: each candidate's position in the bucket index */
   double    *cX, *cB, *cgap, *cpbar;
   double    *cu, *cph;        /* gibbs: each candidate's uniform and bound */
   uint32_t  *cbk;             /* gibbs: each candidate's bucket */
@@ -175,6 +176,7 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
 #define GROW(ptr, k) do{ void *q_ = fly_realloc_array((ptr), cap, (k) * sizeof *(ptr)); \
                          if( q_ ) (ptr) = q_; else ok = 0; }while(0)
   GROW(c->cid, 1);
+  GROW(c->cpos, 1);
   GROW(c->cX, c->W);
   GROW(c->cB, c->bw);
   GROW(c->cgap, 1);
@@ -330,8 +332,9 @@ static void regular_accept(void *ctx) { (void)ctx; }
 /* ---- reading rows ----------------------------------------------------- */
 
 /* Read data and bound rows of candidates cid[0..k) and evaluate their gaps
- * at theta into cgap.  With a bucket index the xi come from it (the same
- * f32 values), so each candidate costs one page fetch instead of two. */
+ * at theta into cgap.  With a bucket index the xi are already in cxi
+ * (keep_candidates took them from the index: the same f32 values), so each
+ * candidate costs one page fetch instead of two. */
 static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
 {
   const fly_buckets *bk = c->cfg->buckets;
@@ -342,15 +345,10 @@ static fly_rc read_candidates(fly_chain *c, size_t k, fly_err *err)
   if( rc == FLY_OK && !bk ) rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err);
   fly_prof_pop(&c->prof);
   if( rc ) return rc;
-  if( bk ){
-    for(size_t i = 0; i < k; i++)
-      memcpy(c->cxi + i * c->nxi, bk->xi + (size_t)c->cid[i] * c->nxi,
-             c->nxi * sizeof *c->cxi);
-  }else{
+  if( !bk )
     for(size_t i = 0; i < k; i++)
       for(size_t j = 0; j < c->nxi; j++)
         c->cxi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
-  }
   /* Which candidates reach this batch can depend on the page cache
    * (cached rows skip the sketch's checks), so it is evaluated in chunks
    * the model computes row by row (model.h): a row's gap, and so a seed's
@@ -387,13 +385,12 @@ static void bright_gibbs(fly_chain *c, int64_t B_old)
 }
 
 /* Exact Gibbs for every row dark at the start, by a sequential scan.  The
- * rows' xi come from the bucket index when there is one (gibbs: the bound
- * pages then have no cache, and decoding them at every scan cost a quarter
- * of the step), else from the bound pages. */
+ * rows' xi come from the bound pages: the bucket index keeps them by
+ * position, not row (a scan is the fallback far from the MAP, where
+ * thinning would read more than a quarter of the rows anyway). */
 static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(c->data);
-  const fly_buckets *bk = c->cfg->buckets;
   int64_t B_old = fly_bright_count(&c->br);
   fly_rc rc;
   c->scanned = 1;
@@ -405,18 +402,14 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
     rc = fly_pages_get(c->data, pg, &X, &n, err);
     if( rc == FLY_OK ) rc = cand_reserve(c, n, err);
     /* the data pointer stays valid: the bound pages are another handle */
-    if( rc == FLY_OK && !bk ) rc = fly_pages_get(c->bnd, pg, &Bd, &nb, err);
+    if( rc == FLY_OK ) rc = fly_pages_get(c->bnd, pg, &Bd, &nb, err);
     fly_prof_pop(&c->prof);
     if( rc ) return rc;
-    if( bk ){
-      memcpy(c->cxi, bk->xi + (size_t)row0 * c->nxi, n * c->nxi * sizeof *c->cxi);
-    }else{
-      if( nb != n ) return fly_fail(err, FLY_CORRUPT, "page %lld: %zu data rows but "
-                                    "%zu bound rows", (long long)pg, n, nb);
-      for(size_t i = 0; i < n; i++)
-        for(size_t j = 0; j < c->nxi; j++)
-          c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
-    }
+    if( nb != n ) return fly_fail(err, FLY_CORRUPT, "page %lld: %zu data rows but "
+                                  "%zu bound rows", (long long)pg, n, nb);
+    for(size_t i = 0; i < n; i++)
+      for(size_t j = 0; j < c->nxi; j++)
+        c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
     c->m->type->eval(c->m, c->th, X, c->W, c->cxi, n, c->logL, c->logB, c->work);
     c->n_lik += (int64_t)n;    /* the whole page was evaluated and read */
     c->n_reads += (int64_t)n;
@@ -437,7 +430,7 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
 }
 
 /* Append a candidate: its id (a row; gibbs first stores its position in
- * the bucket index's perm), its proposal probability and bucket. */
+ * the bucket index's position), its proposal probability and bucket. */
 static fly_rc add_cand(fly_chain *c, size_t *k, int64_t id, double pbar,
                        size_t bucket, fly_err *err)
 {
@@ -454,23 +447,24 @@ static fly_rc add_cand(fly_chain *c, size_t *k, int64_t id, double pbar,
  * stream does not depend on the sketch) and, with a sketch, keep only those
  * with u pbar < p_hat (the others would be rejected whatever their row
  * holds) among rows whose page is not in the decoded cache; *k becomes the
- * number kept, compacted in order.  cph[j] is the bound the kept
- * candidate's p must respect (n_viol otherwise). */
+ * number kept, compacted in order, each with its xi from the index in cxi.
+ * cph[j] is the bound the kept candidate's p must respect (n_viol
+ * otherwise). */
 static void keep_candidates(fly_chain *c, size_t *k)
 {
   const fly_sketch *sk = c->cfg->sketch;
   const fly_buckets *bk = c->cfg->buckets;
   size_t kept = 0;
-  /* (z_gibbs prefetched each candidate's page map entry, sketch and xi) */
+  /* (z_gibbs prefetched each candidate's record and page map entry) */
   if( sk && *k ) fly_sketch_prep(sk, c->m, c->th, c->cfg->bounds->theta_map, &c->skat);
   for(size_t j = 0; j < *k; j++){
     double u = fly_rng_uniform(&c->rng), ph = c->cpbar[j];
+    float *xr = c->cxi + kept * c->nxi;    /* kept <= j: not yet needed */
+    fly_buckets_xi(bk, c->cpos[j], xr);
     /* a row whose page is decoded already costs a memcpy to read: cheaper
      * than the checks, which are for rows that would cost a fetch */
     if( sk && (c->cfg->sketch_all || !fly_pages_row_cached(c->data, c->cid[j])) ){
-      int64_t row = c->cid[j];
-      double rho = fly_sketch_rho(sk, row, &c->skat);
-      const float *xr = bk->xi + (size_t)row * c->nxi;
+      double rho = fly_sketch_rho(sk, c->cpos[j], &c->skat);   /* placed: by position */
       double q = -expm1(-fly_buckets_row_upper(bk, c->cbk[j], c->m, xr, rho));
       if( q < ph ) ph = q;
       if( !(u * c->cpbar[j] < ph) ) continue;    /* rejected without a read */
@@ -481,6 +475,7 @@ static void keep_candidates(fly_chain *c, size_t *k)
       if( !(u * c->cpbar[j] < ph) ) continue;
     }
     c->cid[kept] = c->cid[j];
+    c->cpos[kept] = c->cpos[j];
     c->cpbar[kept] = c->cpbar[j];
     c->cbk[kept] = c->cbk[j];
     c->cu[kept] = u;
@@ -509,10 +504,10 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
   }
   if( expect > c->cfg->scan_frac * (double)c->cfg->N ) return scan_gibbs(c, err);
 
-  /* Candidates' positions in perm first, then their rows, then the dark
-   * ones among them: each pass prefetches what the next loads, so the
-   * random reads of perm, the z bits and the sketches (hundreds of MB at
-   * 10^8 rows) overlap instead of stalling one by one. */
+  /* Candidates' positions first, then their rows, then the dark ones among
+   * them: each pass prefetches what the next loads, so the random reads of
+   * the index's records (row id, xi and sketch: GBs at 10^8 rows) and of
+   * the z bits overlap instead of stalling one by one. */
   for(size_t b = 0; b < bk->nb; b++){
     int64_t s = bk->start[b], nb = bk->start[b + 1] - s;
     if( nb == 0 ) continue;
@@ -531,23 +526,20 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
       i += 1 + g;
     }
   }
-  for(size_t j = 0; j < k; j++) __builtin_prefetch(&bk->perm[c->cid[j]]);
+  for(size_t j = 0; j < k; j++) fly_buckets_prefetch(bk, c->cid[j]);
   for(size_t j = 0; j < k; j++){
-    int64_t row = c->cid[j] = bk->perm[c->cid[j]];
+    int64_t pos = c->cpos[j] = c->cid[j];
+    int64_t row = c->cid[j] = fly_buckets_row(bk, pos);
     fly_zset_prefetch(c->br.z, row);
-    if( c->cfg->sketch ){
-      /* what keep_candidates loads for the row, in the same pass as its z
-       * bit (almost every candidate is dark): random loads into arrays of
-       * up to GBs, overlapped two levels deep instead of three */
-      fly_sketch_prefetch(c->cfg->sketch, row);
-      fly_pages_prefetch_row(c->data, row);
-      __builtin_prefetch(bk->xi + (size_t)row * c->nxi);
-    }
+    /* keep_candidates' page-map lookup, in the same pass as the z bit
+     * (almost every candidate is dark) */
+    if( c->cfg->sketch ) fly_pages_prefetch_row(c->data, row);
   }
   size_t dark = 0;
   for(size_t j = 0; j < k; j++){
     if( fly_zset_is_bright(c->br.z, c->cid[j]) ) continue;
     c->cid[dark] = c->cid[j];
+    c->cpos[dark] = c->cpos[j];
     c->cpbar[dark] = c->cpbar[j];
     c->cbk[dark] = c->cbk[j];
     dark++;
@@ -695,7 +687,8 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
   if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
     /* The bound pages get a quarter of the cache, unless a bucket index
-     * holds every row's xi: then only full scans read them. */
+     * holds every row's xi: then only gibbs' scans read them, and they get
+     * what the data pages leave (below). */
     size_t share = cfg->z == FLY_Z_REGULAR || cfg->buckets ? cfg->cache_bytes
                  : cfg->cache_bytes / 4 * 3;
     if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
@@ -709,9 +702,20 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
                     "%zu", cfg->buckets->nxi, c->nxi);
       goto done;
     }
-    if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id,
-                             cfg->buckets ? 0 : cfg->cache_bytes / 4, &c->bnd,
-                             err)) ) goto done;
+    /* With a bucket index the xi are kept by position, not row, so a scan
+     * reads them from the bound pages; decoding those afresh at every scan
+     * cost 15-25% of an iteration on the Fashion pair.  They are cached in
+     * the room the decoded data pages leave, and decoded afresh where the
+     * data pages fill the cache (a scan reads every page then anyway). */
+    size_t bshare = cfg->cache_bytes / 4;
+    if( cfg->buckets ){
+      const fly_pages_info *di = fly_pages_info_of(c->data);
+      double need = (double)di->n_pages * (double)di->page_rows * (double)di->width
+                  * (double)sizeof(double);
+      bshare = (double)cfg->cache_bytes > need ? cfg->cache_bytes - (size_t)need : 0;
+    }
+    if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id, bshare,
+                             &c->bnd, err)) ) goto done;
     fly_pages_set_prof(c->bnd, &c->prof);
     fly_pages_hold(c->bnd, 1);
     if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, c->nc, err)) ) goto done;
@@ -731,6 +735,15 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
     rc = fly_fail(err, FLY_MISUSE, "a sketch of %lld rows x %zu features for a "
                   "%s chain of %lld rows x %zu", (long long)cfg->sketch->N,
                   cfg->sketch->D, fly_zmode_name(cfg->z), (long long)cfg->N, cfg->m->D);
+    goto done;
+  }
+  /* keep_candidates reads a candidate's code by its position: the codes
+   * must be the bucket index's record tails */
+  if( cfg->sketch && (!cfg->buckets || cfg->buckets->tail < FLY_SKETCH_BYTES ||
+                      cfg->sketch->code != fly_buckets_tail(cfg->buckets, 0) ||
+                      cfg->sketch->stride != cfg->buckets->stride) ){
+    rc = fly_fail(err, FLY_MISUSE, "the sketch's codes are not placed in the bucket "
+                  "index (fly_sketch_init_placed)");
     goto done;
   }
   if( cfg->sketch && (rc = fly_sketch_at_init(cfg->sketch, &c->skat, err)) ) goto done;
@@ -789,6 +802,7 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->work);
   fly_free(c->ones);
   fly_free(c->cid);
+  fly_free(c->cpos);
   fly_free(c->cX);
   fly_free(c->cB);
   fly_free(c->cgap);

@@ -153,8 +153,9 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
   out[14] = (uint8_t)e;
 }
 
-fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
-                       const double *L, fly_sketch *s, fly_err *err)
+/* Everything but the codes' memory. */
+static fly_rc init_common(const fly_pages_info *in, const fly_model *m,
+                          const double *L, fly_sketch *s, fly_err *err)
 {
   const size_t D = m->D;
   memset(s, 0, sizeof *s);
@@ -173,13 +174,38 @@ fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
   }
   for(int c = 0; c < 128; c++) s->rel[c] = c ? exp2((double)(c - 32) / 8.0) : 0.0;
   s->L = fly_alloc_array(D * D, sizeof *s->L);
+  if( !s->L ) return fly_fail(err, FLY_NOMEM, "sketch metric (%zu x %zu)", D, D);
+  memcpy(s->L, L, D * D * sizeof *s->L);
+  return FLY_OK;
+}
+
+fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
+                       const double *L, fly_sketch *s, fly_err *err)
+{
+  fly_rc rc = init_common(in, m, L, s, err);
+  if( rc ) return rc;
+  s->own = 1;
+  s->stride = FLY_SKETCH_BYTES;
   s->code = fly_alloc_array(s->N ? (size_t)s->N : 1, FLY_SKETCH_BYTES);
-  if( !s->L || !s->code ){
+  if( !s->code ){
     fly_sketch_free(s);
-    return fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)s->N);
+    return fly_fail(err, FLY_NOMEM, "sketches of %lld rows", (long long)in->n_rows);
   }
   fly_mem_random_access(s->code, (size_t)s->N * FLY_SKETCH_BYTES);  /* read at random */
-  memcpy(s->L, L, D * D * sizeof *s->L);
+  return FLY_OK;
+}
+
+fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
+                              const double *L, uint8_t *base, size_t stride,
+                              fly_sketch *s, fly_err *err)
+{
+  if( !base || stride < FLY_SKETCH_BYTES )
+    return fly_fail(err, FLY_MISUSE, "sketch: placed codes need memory and a "
+                    "stride of at least %d bytes", FLY_SKETCH_BYTES);
+  fly_rc rc = init_common(in, m, L, s, err);
+  if( rc ) return rc;
+  s->code = base;
+  s->stride = stride;
   return FLY_OK;
 }
 
@@ -225,7 +251,7 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
         cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
                     CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
       for(size_t i = 0; i < n; i++){
-        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * FLY_SKETCH_BYTES;
+        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * s->stride;
         encode(s, Y + i * D, o);
         if( o[14] == NONE ) n_none++;
       }
@@ -312,7 +338,7 @@ static const double sval[32] = {
 static int read_code(const fly_sketch *s, int64_t row, uint64_t *lo, uint64_t *hi,
                      double *sc, double *E)
 {
-  const uint8_t *o = s->code + (size_t)row * FLY_SKETCH_BYTES;
+  const uint8_t *o = s->code + (size_t)row * s->stride;
   if( o[14] == NONE ) return 0;
   *lo = le64(o);
   *hi = le64(o + 7);
@@ -376,6 +402,6 @@ void fly_sketch_free(fly_sketch *s)
 {
   if( !s ) return;
   fly_free(s->L);
-  fly_free(s->code);
+  if( s->own ) fly_free(s->code);
   memset(s, 0, sizeof *s);
 }

@@ -47,7 +47,9 @@ typedef struct fly_sketch {
   size_t   D, k;            /* features; coordinates kept, min(D, 21) */
   size_t   nd;              /* directions: 1, or K with type->dirs */
   double  *L;               /* D x D row-major lower (the caller's, copied) */
-  uint8_t *code;            /* N * FLY_SKETCH_BYTES */
+  uint8_t *code;            /* slot i's code at code + i * stride (slot = row as filled) */
+  size_t   stride;          /* FLY_SKETCH_BYTES for its own codes */
+  int      own;             /* code allocated here (else the caller's records) */
   double   step[256];       /* scale code c -> 2^((c - 128)/8); 255 unused */
   double   inv[256];        /* 1 / step[c] */
   double   rel[128];        /* error code c -> E / s = 2^((c - 32)/8); 0 unused */
@@ -77,6 +79,16 @@ fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
 fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
                        const double *L, fly_sketch *s, fly_err *err);
 fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err);
+
+/* fly_sketch_init for codes in the caller's memory: row n's code goes to
+ * base + n * stride (FLY_SKETCH_BYTES of it: the tails of the bucket
+ * index's records, buckets.h, which fly_buckets_gather_tails then moves to
+ * each row's position).  The caller may move the codes: every function
+ * here reads slot i at base + i * stride, and fly_sketch_free leaves base
+ * alone. */
+fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
+                              const double *L, uint8_t *base, size_t stride,
+                              fly_sketch *s, fly_err *err);
 
 /* th - th_map in the sketches' coordinates, once per z step: for each of
  * the nd directions d_k (th - th_map, or type->dirs) w_k = L'd_k. */
@@ -113,7 +125,7 @@ int    fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS
  * accesses into N * 15 bytes). */
 static inline void fly_sketch_prefetch(const fly_sketch *s, int64_t row)
 {
-  __builtin_prefetch(s->code + (size_t)row * FLY_SKETCH_BYTES);
+  __builtin_prefetch(s->code + (size_t)row * s->stride);
 }
 
 void   fly_sketch_free(fly_sketch *s);

@@ -73,7 +73,28 @@ static inline fly_rc fx_buckets(fly_db *db, int64_t bs, const fly_model *m,
 {
   fly_pages *bp = NULL;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, 0, bk, err);
+  fly_pages_close(bp);
+  return rc;
+}
+
+/* The thinning buckets of bound set bs with the row sketches of data set
+ * ds placed in their records, as flydb sample builds them (one filler). */
+static inline fly_rc fx_index(fly_db *db, int64_t bs, int64_t ds, const fly_model *m,
+                              const double *L, fly_buckets *bk, fly_sketch *sk,
+                              fly_err *err)
+{
+  fly_pages *bp = NULL, *dp = NULL;
+  fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, err);
+  if( rc == FLY_OK ) rc = fly_buckets_init(fly_pages_info_of(bp), m, FLY_SKETCH_BYTES, bk, err);
+  if( rc == FLY_OK )
+    rc = fly_sketch_init_placed(fly_pages_info_of(dp), m, L, fly_buckets_tail(bk, 0),
+                                bk->stride, sk, err);
+  if( rc == FLY_OK ) rc = fly_sketch_fill(dp, sk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_fill(bp, m, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_gather_tails(bk, err);
+  fly_pages_close(dp);
   fly_pages_close(bp);
   return rc;
 }

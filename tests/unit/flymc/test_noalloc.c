@@ -114,8 +114,7 @@ static fly_rc prepare(fly_db *db, int64_t ds, const fly_model *m, fly_bounds **b
   o.tuning = "map";
   fly_rc rc = fly_tune_get(db, ds, m, &o, &bs, err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, m, bd, err);
-  if( rc == FLY_OK ) rc = fx_buckets(db, bs, m, bk, err);
-  if( rc == FLY_OK ) rc = fx_sketch(db, ds, m, (*bd)->chol_key, sk, err);
+  if( rc == FLY_OK ) rc = fx_index(db, bs, ds, m, (*bd)->chol_key, bk, sk, err);
   return rc;
 }
 

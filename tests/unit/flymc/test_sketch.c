@@ -108,6 +108,37 @@ out:
   fly_sketch_free(&two);
 }
 
+/* The sketches placed in the bucket index's records, as flydb sample builds
+ * them, are the same codes at each row's position as the row-ordered ones
+ * (own), and the index's heads are unchanged by them. */
+static void check_placed(const char *label, fly_db *db, int64_t bs, int64_t ds,
+                         const fly_model *m, const double *L, const fly_sketch *own)
+{
+  fly_buckets plain = {0}, bk = {0};
+  fly_sketch sk = {0};
+  fly_err err = {0};
+  fly_rc rc = fx_buckets(db, bs, m, &plain, &err);
+  if( rc == FLY_OK ) rc = fx_index(db, bs, ds, m, L, &bk, &sk, &err);
+  if( TAP_OK(rc == FLY_OK && bk.tail == FLY_SKETCH_BYTES && sk.n_none == own->n_none &&
+             bk.nb == plain.nb && bk.stride == plain.stride + FLY_SKETCH_BYTES,
+             "%s: sketches placed in the index's records (%s)", label, err.msg) ){
+    int64_t bad_code = 0, bad_head = 0;
+    for(int64_t i = 0; i < bk.N; i++){
+      uint32_t n = fly_buckets_row(&bk, i);
+      if( memcmp(fly_buckets_tail(&bk, i), own->code + (size_t)n * FLY_SKETCH_BYTES,
+                 FLY_SKETCH_BYTES) ) bad_code++;
+      if( memcmp(bk.rec + (size_t)i * bk.stride, plain.rec + (size_t)i * plain.stride,
+                 plain.stride) ) bad_head++;
+    }
+    TAP_OK(bad_code == 0 && bad_head == 0, "%s: every position holds its row's code "
+           "(%lld differ) after the same row id and xi as without (%lld differ)",
+           label, (long long)bad_code, (long long)bad_head);
+  }
+  fly_sketch_free(&sk);
+  fly_buckets_free(&bk);
+  fly_buckets_free(&plain);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -138,7 +169,7 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
   rc = fly_tune_get(db, ds, m, &o, &id, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, id, m, &bd, &err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, id, 0, &bp, &err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, &bk, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, 0, &bk, &err);
   if( rc == FLY_OK ) rc = fx_sketch(db, ds, m, bd->chol_key, &sk, &err);
   fly_sketch_at at = {0};
   if( rc == FLY_OK ) rc = fly_sketch_at_init(&sk, &at, &err);
@@ -196,9 +227,13 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
     TAP_OK(loose_e == 0, "%s: E within a step of 2^(1/8) of the error norm: %lld "
            "codes above", label, (long long)loose_e);
   }
-  memcpy(xi, bk.xi, N_ROWS * nxi * sizeof *xi);
   for(size_t b = 0; b < bk.nb; b++)
-    for(int64_t i = bk.start[b]; i < bk.start[b + 1]; i++) bucket[bk.perm[i]] = (uint32_t)b;
+    for(int64_t i = bk.start[b]; i < bk.start[b + 1]; i++){
+      uint32_t n = fly_buckets_row(&bk, i);
+      bucket[n] = (uint32_t)b;
+      fly_buckets_xi(&bk, i, xi + n * nxi);
+    }
+  check_placed(label, db, id, ds, m, bd->chol_key, &sk);
   for(size_t n = 0; n < N_ROWS; n++){          /* ||L^-1 x||: forward substitution */
     double y[DIM], s2 = 0;
     for(size_t i = 0; i < DIM; i++){

@@ -304,7 +304,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
       double pb = -expm1(-fly_buckets_gap_upper(bk, b, m, rad));
       expect_all += pb * (double)(bk->start[b + 1] - bk->start[b]);
       for(int64_t i = bk->start[b]; i < bk->start[b + 1]; i++){
-        int n = (int)bk->perm[i];
+        int n = (int)fly_buckets_row(bk, i);
         double q = (1 - r[n].p) * fmin(pb, 1), qr = q;
         e_cand += q;
         v_cand += q * (1 - q);
@@ -315,7 +315,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
           long double t = 0;
           for(int j = 0; j < D_FEAT; j++)
             t += (long double)cx->X[n * WID + j] * ((long double)th[j] - bd->theta_map[j]);
-          double rho = fly_sketch_rho(&cx->sk, n, &at);
+          double rho = fly_sketch_rho(&cx->sk, i, &at);   /* placed: by position */
           /* kept when u pbar < the bucket's box at rho and < the row's own
            * bound at rho (the chain checks them in that order) */
           double ph = fmin(-expm1(-fly_buckets_row_upper(bk, b, m, &xi[n], rho)),
@@ -429,20 +429,22 @@ int main(void)
   if( !TAP_OK(read_xi(cx.db, id_map, cx.xi_map) && read_xi(cx.db, id_fix, cx.xi_fix),
               "read the stored xi of both bound sets") ) goto out;
   {
-    rc = fx_buckets(cx.db, id_map, &cx.m, &cx.bk, &err);
-    if( !TAP_OK(rc == FLY_OK, "buckets (%zu) of the MAP keys (%s)", cx.bk.nb, err.msg) )
-      goto out;
-    rc = fx_sketch(cx.db, cx.ds, &cx.m, cx.bmap->chol_key, &cx.sk, &err);
-    if( !TAP_OK(rc == FLY_OK && cx.sk.n_none == 0, "sketches of every row (%s)", err.msg) )
+    rc = fx_index(cx.db, id_map, cx.ds, &cx.m, cx.bmap->chol_key, &cx.bk, &cx.sk, &err);
+    if( !TAP_OK(rc == FLY_OK && cx.sk.n_none == 0, "buckets (%zu) of the MAP keys with "
+                "sketches of every row placed in them (%s)", cx.bk.nb, err.msg) )
       goto out;
   }
   {
     /* gibbs candidates take their xi from the index: it must be the stored one */
     int64_t bad = -1;
-    for(int64_t n = 0; n < N_ROWS && bad < 0; n++)
-      if( memcmp(&cx.bk.xi[n], &cx.xi_map[n], sizeof(float)) ) bad = n;
+    for(int64_t i = 0; i < N_ROWS && bad < 0; i++){
+      float x;
+      uint32_t n = fly_buckets_row(&cx.bk, i);
+      fly_buckets_xi(&cx.bk, i, &x);
+      if( n >= N_ROWS || memcmp(&x, &cx.xi_map[n], sizeof(float)) ) bad = i;
+    }
     TAP_OK(cx.bk.nxi == 1 && bad < 0, "the bucket index holds every row's stored xi "
-           "(nxi %zu, first mismatch at row %lld)", cx.bk.nxi, (long long)bad);
+           "(nxi %zu, first mismatch at position %lld)", cx.bk.nxi, (long long)bad);
   }
 
   double th0[D_FEAT], th2[D_FEAT], thf[D_FEAT];
