@@ -10,15 +10,21 @@
  * grid only decides how tight the buckets are: each bucket keeps the exact
  * largest key and the exact smallest and largest |xi| of its rows.
  *
- * Two scans of the bound pages: the first counts rows on a fine grid of
- * every level a finite double can have (FINE_LEVELS x the xi bins, 17 MB
- * for a model with xi, freed after), from which the range of levels and
- * the counts of the cells follow; the second places the rows in row order
- * (a counting sort).  Plus O(fine cells) for the cell map.
+ * Two scans of the bound pages, each in chunks of rows that threads may
+ * share (flymc/index.h).  The first counts each chunk's rows on a fine grid
+ * of every level a finite double can have (FINE_LEVELS x the xi bins, 17 MB
+ * a workspace), keeping a sorted list of the chunk's non-empty fine cells.
+ * From those lists follow the range of levels, the buckets, and for every
+ * chunk the position where its rows of each bucket begin (the rows of the
+ * chunks before it come first).  The second places each chunk's rows from
+ * there in row order (a counting sort) and hands their positions to the
+ * caller, who writes the record tails.  About CHUNKS chunks whatever N, so
+ * the lists are O(buckets) a chunk and nothing is kept a row.
  */
 #include "flymc/buckets.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/mem.h"
@@ -32,6 +38,7 @@
  * g - FINE_LO + 1, and fine level 0 for keys of 0 */
 #define FINE_LO      (-4400)
 #define FINE_LEVELS  8600
+#define CHUNKS       256
 
 static int64_t grid(double k)
 {
@@ -47,15 +54,35 @@ static int64_t xi_bin(double v)
   return g < XI_BINS - 1 ? (int64_t)g : XI_BINS - 1;
 }
 
-typedef struct scan_ctx {
-  fly_pages *p;
-  double    *page;
-  size_t     col, xcol, width;  /* col: the key; the n_xi = col xi come first */
-  int64_t    lo, hi;          /* key levels kept: [lo, hi] */
-  size_t     nlev, nbin;
-  int64_t   *cell;            /* nlev * nbin: count, then bucket index or -1 */
-  int64_t   *fine;            /* FINE_LEVELS * nbin: counts of the first scan */
-} scan_ctx;
+static void plan_free(fly_buckets *b);
+
+/* Build state between fly_buckets_init and fly_buckets_finish. */
+typedef struct chunk_ent {
+  uint32_t id;      /* count: fine cell; after layout: bucket */
+  int64_t  start;   /* after layout: the chunk's first position in the bucket */
+  int64_t  n;       /* the chunk's rows in the cell or bucket */
+} chunk_ent;
+
+struct fly_buckets_plan {
+  size_t      col, xcol, width; /* key column; xi column or NO_XI; values a bound row */
+  size_t      nbin, nlev;
+  int64_t     lo;               /* key level of level 0 */
+  int64_t    *cell;             /* nlev * nbin: bucket of each cell, or -1 */
+  chunk_ent **ent;              /* n_chunks lists, sorted by id */
+  size_t     *nent;
+  int         laid;             /* fly_buckets_layout done */
+};
+
+struct fly_buckets_ws {
+  double   *page;               /* one decoded bound page */
+  int64_t  *fine;               /* FINE_LEVELS * nbin counts, zero between chunks */
+  uint32_t *touched;            /* the chunk's non-zero fine cells */
+  size_t    ntouched;
+  uint32_t *pos;                /* chunk_rows: fly_buckets_place's positions */
+  size_t    nb;                 /* 0 until the first place */
+  int64_t  *fill, *lim;         /* nb: next position and end, 0 outside the chunk */
+  double   *key, *xlo, *xhi;    /* nb: the extremes of the rows placed here */
+};
 
 static size_t fine_level(int64_t g)
 {
@@ -64,234 +91,359 @@ static size_t fine_level(int64_t g)
   return f < 1 ? 1 : f >= FINE_LEVELS ? FINE_LEVELS - 1 : (size_t)f;   /* clamps nothing real */
 }
 
-static size_t cell_of(const scan_ctx *s, double k, double v)
+/* The cell (level in the kept range, xi bin) of fine level f and bin bi:
+ * below lo (and keys of 0) into level 0, as a key of that level maps. */
+static size_t coarse_of(const struct fly_buckets_plan *p, size_t f, size_t bi)
 {
-  int64_t g = grid(k);
-  int64_t li = g == INT64_MIN ? 0 : g - s->lo;
+  int64_t li = f == 0 ? 0 : (int64_t)f - 1 + FINE_LO - p->lo;
   if( li < 0 ) li = 0;
-  if( li >= (int64_t)s->nlev ) li = (int64_t)s->nlev - 1;
-  int64_t bi = s->nbin > 1 ? xi_bin(v) : 0;
-  return (size_t)li * s->nbin + (size_t)bi;
+  if( li >= (int64_t)p->nlev ) li = (int64_t)p->nlev - 1;
+  return (size_t)li * p->nbin + bi;
 }
 
-/* Visit every row in row order; pass 0 counts the fine cells, pass 1
- * places the rows and takes the bucket extremes. */
-static fly_rc scan(scan_ctx *s, int pass, fly_buckets *b, int64_t *fill,
-                   fly_err *err)
+static size_t bin_of(const struct fly_buckets_plan *p, double v)
 {
-  const fly_pages_info *in = fly_pages_info_of(s->p);
-  int64_t row = 0;
-  for(int64_t pg = 0; pg < in->n_pages; pg++){
+  return p->nbin > 1 ? (size_t)xi_bin(v) : 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
+                        int64_t unit, fly_buckets *b, fly_err *err)
+{
+  /* xi only sharpens the bound of a model with gap_upper_box; without it
+   * the buckets are split by key alone. */
+  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
+  struct fly_buckets_plan *p;
+  memset(b, 0, sizeof *b);
+  if( in->n_rows > (int64_t)UINT32_MAX )
+    return fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
+                    "as 32 bits", (long long)in->n_rows);
+  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width || unit < 1 )
+    return fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows "
+                    "in chunks of %lld", key_col, xi_col, in->width, (long long)unit);
+  b->N = in->n_rows;
+  b->nxi = key_col;
+  b->tail = tail;
+  b->stride = 4 + 4 * key_col + tail;
+  /* about CHUNKS chunks whatever N: the build's lists stay O(1) a row */
+  int64_t per = (b->N + CHUNKS - 1) / CHUNKS;
+  b->chunk_rows = (per + unit - 1) / unit * unit;
+  if( b->chunk_rows < 1 ) b->chunk_rows = unit;
+  b->n_chunks = (b->N + b->chunk_rows - 1) / b->chunk_rows;
+  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
+  b->plan = p = fly_alloc_array(1, sizeof *p);
+  if( p ){
+    p->ent = fly_alloc_array(b->n_chunks ? (size_t)b->n_chunks : 1, sizeof *p->ent);
+    p->nent = fly_alloc_array(b->n_chunks ? (size_t)b->n_chunks : 1, sizeof *p->nent);
+  }
+  if( !b->rec || !p || !p->ent || !p->nent ){
+    fly_buckets_free(b);
+    return fly_fail(err, FLY_NOMEM, "bucket index of %lld rows x %zu bytes",
+                    (long long)in->n_rows, 4 + 4 * key_col + tail);
+  }
+  /* candidates read the records at random */
+  fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
+  p->col = key_col;
+  p->xcol = xi_col;
+  p->width = in->width;
+  p->nbin = xi_col == NO_XI ? 1 : XI_BINS;
+  return FLY_OK;
+}
+
+fly_rc fly_buckets_ws_new(const fly_buckets *b, fly_buckets_ws **out, fly_err *err)
+{
+  const struct fly_buckets_plan *p = b->plan;
+  fly_buckets_ws *w = fly_alloc_array(1, sizeof *w);
+  size_t cr = (size_t)b->chunk_rows;
+  *out = NULL;
+  if( !p ) return fly_fail(err, FLY_MISUSE, "bucket workspace without fly_buckets_init");
+  if( w ){
+    /* the page buffer grows to each page read (bound pages' shape is the
+     * caller's: only the rows are known here) */
+    w->fine = fly_alloc_array(FINE_LEVELS * p->nbin, sizeof *w->fine);
+    w->touched = fly_alloc_array(cr, sizeof *w->touched);
+    w->pos = fly_alloc_array(cr, sizeof *w->pos);
+  }
+  if( !w || !w->fine || !w->touched || !w->pos ){
+    fly_buckets_ws_free(w);
+    return fly_fail(err, FLY_NOMEM, "bucket workspace for chunks of %zu rows", cr);
+  }
+  *out = w;
+  return FLY_OK;
+}
+
+void fly_buckets_ws_free(fly_buckets_ws *w)
+{
+  if( !w ) return;
+  fly_free(w->page);
+  fly_free(w->fine);
+  fly_free(w->touched);
+  fly_free(w->pos);
+  fly_free(w->fill);
+  fly_free(w->lim);
+  fly_free(w->key);
+  fly_free(w->xlo);
+  fly_free(w->xhi);
+  fly_free(w);
+}
+
+/* Visit the rows of chunk c in row order: pass 0 counts the fine cells,
+ * pass 1 places the rows and takes the bucket extremes. */
+static fly_rc scan(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
+                   int pass, fly_err *err)
+{
+  const struct fly_buckets_plan *p = b->plan;
+  const fly_pages_info *in = fly_pages_info_of(bnd);
+  int64_t r0 = c * b->chunk_rows, r1 = r0 + b->chunk_rows < b->N ? r0 + b->chunk_rows : b->N;
+  size_t W = p->width;
+  if( !w->page && !(w->page = fly_alloc_array((size_t)in->page_rows, W * sizeof *w->page)) )
+    return fly_fail(err, FLY_NOMEM, "bound page of %lld rows", (long long)in->page_rows);
+  for(int64_t pg = r0 / in->page_rows; pg * in->page_rows < r1; pg++){
+    int64_t first = pg * in->page_rows, row;
+    int64_t want = b->N - first < in->page_rows ? b->N - first : in->page_rows;
     size_t n = 0;
-    fly_rc rc = fly_pages_read_page(s->p, pg, s->page, &n, err);
+    fly_rc rc = fly_pages_read_page(bnd, pg, w->page, &n, err);
     if( rc ) return rc;
-    for(size_t i = 0; i < n; i++, row++){
-      const double *br = s->page + i * s->width;
-      double k = br[s->col];
-      double v = s->xcol == NO_XI ? 0.0 : fabs(br[s->xcol]);
+    if( (int64_t)n != want )
+      return fly_fail(err, FLY_CORRUPT, "bound page %lld holds %zu rows, %lld expected",
+                      (long long)pg, n, (long long)want);
+    for(row = first > r0 ? first : r0; row < first + (int64_t)n && row < r1; row++){
+      const double *br = w->page + (size_t)(row - first) * W;
+      double k = br[p->col];
+      double v = p->xcol == NO_XI ? 0.0 : fabs(br[p->xcol]);
       if( !(k >= 0) || !isfinite(k) )
         return fly_fail(err, FLY_NUMERIC, "row %lld has gap key %g: the bounds "
                         "are not MAP-tuned (use --z implicit or --bounds map)",
                         (long long)row + 1, k);
       if( pass == 0 ){
-        s->fine[fine_level(grid(k)) * s->nbin + (s->nbin > 1 ? (size_t)xi_bin(v) : 0)]++;
+        size_t f = fine_level(grid(k)) * p->nbin + bin_of(p, v);
+        if( w->fine[f]++ == 0 ) w->touched[w->ntouched++] = (uint32_t)f;
         continue;
       }
-      int64_t bi = s->cell[cell_of(s, k, v)];
-      if( bi < 0 || fill[bi] >= b->start[bi + 1] )   /* not the rows first counted */
+      int64_t g = grid(k);
+      size_t f = fine_level(g);
+      int64_t bi = p->cell[coarse_of(p, f, bin_of(p, v))];
+      if( bi < 0 || w->fill[bi] >= w->lim[bi] )   /* not the rows first counted */
         return fly_fail(err, FLY_CORRUPT, "bound page %lld changed between the scans "
                         "of the bucket index", (long long)pg);
-      int64_t pos = fill[bi]++;
+      int64_t pos = w->fill[bi]++;
       uint8_t *rec = b->rec + (size_t)pos * b->stride;
       uint32_t r32 = (uint32_t)row;
       memcpy(rec, &r32, sizeof r32);
-      for(size_t j = 0; j < s->col; j++){   /* stored as f32: exact */
-        float f = (float)br[j];
-        memcpy(rec + 4 + 4 * j, &f, sizeof f);
+      for(size_t j = 0; j < p->col; j++){   /* stored as f32: exact */
+        float x = (float)br[j];
+        memcpy(rec + 4 + 4 * j, &x, sizeof x);
       }
-      if( k > b->key[bi] ) b->key[bi] = k;
-      if( b->xi_lo ){
+      w->pos[row - r0] = (uint32_t)pos;
+      if( k > w->key[bi] ) w->key[bi] = k;
+      if( p->xcol != NO_XI ){
         if( !isfinite(v) ) v = INFINITY;
-        if( v < b->xi_lo[bi] ) b->xi_lo[bi] = v;
-        if( v > b->xi_hi[bi] ) b->xi_hi[bi] = v;
+        if( v < w->xlo[bi] ) w->xlo[bi] = v;
+        if( v > w->xhi[bi] ) w->xhi[bi] = v;
       }
     }
   }
   return FLY_OK;
 }
 
-fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
-                        fly_buckets *b, fly_err *err)
+fly_rc fly_buckets_count(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
+                         fly_err *err)
 {
-  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
-  memset(b, 0, sizeof *b);
-  if( in->n_rows > (int64_t)UINT32_MAX )
-    return fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
-                    "as 32 bits", (long long)in->n_rows);
-  if( (xi_col != NO_XI && xi_col >= in->width) || key_col >= in->width )
-    return fly_fail(err, FLY_MISUSE, "bucket columns %zu, %zu of %zu-value bound rows",
-                    key_col, xi_col, in->width);
-  b->N = in->n_rows;
-  b->nxi = key_col;
-  b->tail = tail;
-  b->stride = 4 + 4 * key_col + tail;
-  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
-  if( !b->rec )
-    return fly_fail(err, FLY_NOMEM, "bucket index of %lld rows x %zu bytes",
-                    (long long)b->N, b->stride);
-  /* candidates read the records at random */
-  fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
+  struct fly_buckets_plan *p = b->plan;
+  if( !p || p->laid || c < 0 || c >= b->n_chunks || p->ent[c] )
+    return fly_fail(err, FLY_MISUSE, "bucket count of chunk %lld", (long long)c);
+  w->ntouched = 0;
+  fly_rc rc = scan(bnd, b, w, c, 0, err);
+  chunk_ent *e = rc ? NULL : fly_alloc_array(w->ntouched ? w->ntouched : 1, sizeof *e);
+  if( !rc && !e ) rc = fly_fail(err, FLY_NOMEM, "bucket counts of a chunk");
+  if( !rc ) qsort(w->touched, w->ntouched, sizeof *w->touched, cmp_u32);
+  for(size_t i = 0; i < w->ntouched; i++){
+    uint32_t f = w->touched[i];
+    if( e ) e[i] = (chunk_ent){ f, 0, w->fine[f] };
+    w->fine[f] = 0;
+  }
+  if( rc ) return rc;
+  p->ent[c] = e;
+  p->nent[c] = w->ntouched;
   return FLY_OK;
 }
 
-fly_rc fly_buckets_fill(fly_pages *bnd, const fly_model *m, fly_buckets *b,
-                        fly_err *err)
+fly_rc fly_buckets_layout(fly_buckets *b, fly_err *err)
 {
-  const fly_pages_info *in = fly_pages_info_of(bnd);
-  /* xi only sharpens the bound of a model with gap_upper_box; without it
-   * the buckets are split by key alone. */
-  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
-  scan_ctx s;
-  int64_t *fill = NULL;
+  struct fly_buckets_plan *p = b->plan;
+  int64_t lo = INT64_MAX, hi = INT64_MIN, *fill = NULL, *mark = NULL, total = 0;
+  size_t *slot = NULL;
   fly_rc rc = FLY_OK;
-
-  memset(&s, 0, sizeof s);
-  s.p = bnd;
-  s.col = key_col;
-  s.xcol = xi_col;
-  s.width = in->width;
-  s.lo = INT64_MAX;
-  s.hi = INT64_MIN;
-  if( !b->rec || in->n_rows != b->N || key_col != b->nxi || key_col >= in->width ||
-      (xi_col != NO_XI && xi_col >= in->width) ){
-    rc = fly_fail(err, FLY_MISUSE, "bucket index of %lld rows with %zu xi for %lld "
-                  "bound rows of %zu values", (long long)b->N, b->nxi,
-                  (long long)in->n_rows, in->width);
-    goto done;
-  }
-  s.nbin = xi_col == NO_XI ? 1 : XI_BINS;
-  s.page = fly_alloc_array((size_t)in->page_rows, in->width * sizeof(double));
-  s.fine = fly_alloc_array(FINE_LEVELS * s.nbin, sizeof *s.fine);
-  if( !s.page || !s.fine ){ rc = fly_fail(err, FLY_NOMEM, "bucket scan"); goto done; }
-  memset(s.fine, 0, FINE_LEVELS * s.nbin * sizeof *s.fine);
-  if( (rc = scan(&s, 0, b, NULL, err)) ) goto done;
+  if( !p || p->laid )
+    return fly_fail(err, FLY_MISUSE, "bucket layout without fly_buckets_init");
+  for(int64_t c = 0; c < b->n_chunks; c++)
+    if( !p->ent[c] ) return fly_fail(err, FLY_MISUSE, "bucket chunk %lld not counted",
+                                     (long long)c);
   /* the range of levels: the lowest and highest non-empty fine levels
    * (fine level 0, keys of 0, has no level) */
-  for(size_t f = 1; f < FINE_LEVELS; f++)
-    for(size_t bi = 0; bi < s.nbin; bi++)
-      if( s.fine[f * s.nbin + bi] ){
-        int64_t g = (int64_t)f - 1 + FINE_LO;
-        if( g < s.lo ) s.lo = g;
-        if( g > s.hi ) s.hi = g;
-        break;
-      }
-  if( s.lo == INT64_MAX ){ s.lo = s.hi = 0; }
+  for(int64_t c = 0; c < b->n_chunks; c++)
+    for(size_t i = 0; i < p->nent[c]; i++){
+      size_t f = p->ent[c][i].id / p->nbin;
+      if( f == 0 ) continue;
+      int64_t g = (int64_t)f - 1 + FINE_LO;
+      if( g < lo ) lo = g;
+      if( g > hi ) hi = g;
+    }
+  if( lo == INT64_MAX ){ lo = hi = 0; }
   /* Keep the top MAX_LEVELS levels; anything lower shares level 0. */
-  if( s.hi - s.lo + 1 > MAX_LEVELS ) s.lo = s.hi - MAX_LEVELS + 1;
-  s.nlev = (size_t)(s.hi - s.lo + 1);
-  s.cell = fly_alloc_array(s.nlev * s.nbin, sizeof *s.cell);
-  if( !s.cell ){ rc = fly_fail(err, FLY_NOMEM, "bucket cells"); goto done; }
-  memset(s.cell, 0, s.nlev * s.nbin * sizeof *s.cell);
-  /* each fine level into its level of the kept range, as cell_of maps a
-   * key: below lo (and keys of 0) into level 0 */
-  for(size_t f = 0; f < FINE_LEVELS; f++){
-    int64_t li = f == 0 ? 0 : (int64_t)f - 1 + FINE_LO - s.lo;
-    if( li < 0 ) li = 0;
-    if( li >= (int64_t)s.nlev ) li = (int64_t)s.nlev - 1;
-    for(size_t bi = 0; bi < s.nbin; bi++)
-      s.cell[(size_t)li * s.nbin + bi] += s.fine[f * s.nbin + bi];
-  }
-  fly_free(s.fine);
-  s.fine = NULL;
-  for(size_t c = 0; c < s.nlev * s.nbin; c++) if( s.cell[c] ) b->nb++;
+  if( hi - lo + 1 > MAX_LEVELS ) lo = hi - MAX_LEVELS + 1;
+  p->lo = lo;
+  p->nlev = (size_t)(hi - lo + 1);
+  if( !(p->cell = fly_alloc_array(p->nlev * p->nbin, sizeof *p->cell)) )
+    return fly_fail(err, FLY_NOMEM, "bucket cells");
+  for(int64_t c = 0; c < b->n_chunks; c++)
+    for(size_t i = 0; i < p->nent[c]; i++){
+      const chunk_ent *e = &p->ent[c][i];
+      p->cell[coarse_of(p, e->id / p->nbin, e->id % p->nbin)] += e->n;
+      total += e->n;
+    }
+  if( total != b->N )
+    return fly_fail(err, FLY_CORRUPT, "bound pages: %lld rows counted, %lld expected",
+                    (long long)total, (long long)b->N);
+  for(size_t c = 0; c < p->nlev * p->nbin; c++) if( p->cell[c] ) b->nb++;
   if( b->nb == 0 ) b->nb = 1;                        /* N = 0: one empty bucket */
   b->start = fly_alloc_array(b->nb + 1, sizeof *b->start);
   b->key = fly_alloc_array(b->nb, sizeof *b->key);
-  fill = fly_alloc_array(b->nb, sizeof *fill);
-  if( xi_col != NO_XI ){
+  if( p->xcol != NO_XI ){
     b->xi_lo = fly_alloc_array(b->nb, sizeof *b->xi_lo);
     b->xi_hi = fly_alloc_array(b->nb, sizeof *b->xi_hi);
   }
-  if( !b->start || !b->key || !fill || (xi_col != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
+  fill = fly_alloc_array(b->nb, sizeof *fill);
+  mark = fly_alloc_array(b->nb, sizeof *mark);
+  slot = fly_alloc_array(b->nb, sizeof *slot);
+  if( !b->start || !b->key || !fill || !mark || !slot ||
+      (p->xcol != NO_XI && (!b->xi_lo || !b->xi_hi)) ){
     rc = fly_fail(err, FLY_NOMEM, "buckets for %lld rows", (long long)b->N);
     goto done;
   }
-  b->start[0] = 0;
   size_t bi = 0;
-  for(size_t c = 0; c < s.nlev * s.nbin; c++){
-    if( !s.cell[c] ){ s.cell[c] = -1; continue; }
-    b->start[bi + 1] = b->start[bi] + s.cell[c];
-    s.cell[c] = (int64_t)bi++;
+  for(size_t c = 0; c < p->nlev * p->nbin; c++){
+    if( !p->cell[c] ){ p->cell[c] = -1; continue; }
+    b->start[bi + 1] = b->start[bi] + p->cell[c];
+    p->cell[c] = (int64_t)bi++;
   }
   if( bi == 0 ) b->start[1] = 0;
   for(size_t i = 0; i < b->nb; i++){
     fill[i] = b->start[i];
-    b->key[i] = 0;
+    mark[i] = -1;
     if( b->xi_lo ){ b->xi_lo[i] = INFINITY; b->xi_hi[i] = 0; }
   }
-  rc = scan(&s, 1, b, fill, err);
-  if( rc == FLY_OK && b->xi_lo && m->type->box_prep ){
+  /* Each chunk's cells become its buckets, with the positions the rows of
+   * the chunks before it leave: rows stay in row order within a bucket. */
+  for(int64_t c = 0; c < b->n_chunks; c++){
+    chunk_ent *e = p->ent[c];
+    size_t k = 0;
+    for(size_t i = 0; i < p->nent[c]; i++){
+      int64_t n = e[i].n;
+      size_t bk = (size_t)p->cell[coarse_of(p, e[i].id / p->nbin, e[i].id % p->nbin)];
+      if( mark[bk] != c ){
+        mark[bk] = c;
+        slot[bk] = k;
+        e[k++] = (chunk_ent){ (uint32_t)bk, fill[bk], 0 };  /* k <= i: read already */
+      }
+      e[slot[bk]].n += n;
+      fill[bk] += n;
+    }
+    p->nent[c] = k;
+  }
+  p->laid = 1;
+done:
+  fly_free(fill);
+  fly_free(mark);
+  fly_free(slot);
+  return rc;
+}
+
+fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
+                         const uint32_t **pos, fly_err *err)
+{
+  const struct fly_buckets_plan *p = b->plan;
+  if( !p || !p->laid || c < 0 || c >= b->n_chunks )
+    return fly_fail(err, FLY_MISUSE, "bucket place of chunk %lld", (long long)c);
+  if( w->nb != b->nb ){
+    w->nb = b->nb;
+    w->fill = fly_alloc_array(b->nb, sizeof *w->fill);
+    w->lim = fly_alloc_array(b->nb, sizeof *w->lim);
+    w->key = fly_alloc_array(b->nb, sizeof *w->key);
+    w->xlo = fly_alloc_array(b->nb, sizeof *w->xlo);
+    w->xhi = fly_alloc_array(b->nb, sizeof *w->xhi);
+    if( !w->fill || !w->lim || !w->key || !w->xlo || !w->xhi ){
+      w->nb = 0;
+      return fly_fail(err, FLY_NOMEM, "bucket workspace of %zu buckets", b->nb);
+    }
+    for(size_t i = 0; i < b->nb; i++){ w->xlo[i] = INFINITY; w->xhi[i] = 0; }
+  }
+  const chunk_ent *e = p->ent[c];
+  for(size_t i = 0; i < p->nent[c]; i++){
+    w->fill[e[i].id] = e[i].start;
+    w->lim[e[i].id] = e[i].start + e[i].n;
+  }
+  fly_rc rc = scan(bnd, b, w, c, 1, err);
+  for(size_t i = 0; i < p->nent[c]; i++){
+    if( rc == FLY_OK && w->fill[e[i].id] != w->lim[e[i].id] )
+      rc = fly_fail(err, FLY_CORRUPT, "bound pages changed between the scans of the "
+                    "bucket index (chunk %lld)", (long long)c);
+    w->fill[e[i].id] = w->lim[e[i].id] = 0;
+  }
+  if( rc == FLY_OK && pos ) *pos = w->pos;
+  return rc;
+}
+
+fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *const *ws,
+                          size_t n_ws, fly_err *err)
+{
+  struct fly_buckets_plan *p = b->plan;
+  if( !p || !p->laid )
+    return fly_fail(err, FLY_MISUSE, "bucket finish without fly_buckets_layout");
+  for(size_t t = 0; t < n_ws; t++){
+    const fly_buckets_ws *w = ws[t];
+    if( w->nb != b->nb ) continue;          /* placed nothing */
+    for(size_t i = 0; i < b->nb; i++){
+      if( w->key[i] > b->key[i] ) b->key[i] = w->key[i];
+      if( b->xi_lo ){
+        if( w->xlo[i] < b->xi_lo[i] ) b->xi_lo[i] = w->xlo[i];
+        if( w->xhi[i] > b->xi_hi[i] ) b->xi_hi[i] = w->xhi[i];
+      }
+    }
+  }
+  if( b->xi_lo && m->type->box_prep ){
     b->nbox = m->type->n_box(m);
-    if( b->nbox > FLY_BOX_MAX ){
-      rc = fly_fail(err, FLY_MISUSE, "%zu box constants, at most %d", b->nbox, FLY_BOX_MAX);
-      goto done;
-    }
-    if( !(b->box = fly_alloc_array(b->nb, b->nbox * sizeof *b->box)) ){
-      rc = fly_fail(err, FLY_NOMEM, "box bounds of %zu buckets", b->nb);
-      goto done;
-    }
+    if( b->nbox > FLY_BOX_MAX )
+      return fly_fail(err, FLY_MISUSE, "%zu box constants, at most %d", b->nbox, FLY_BOX_MAX);
+    if( !(b->box = fly_alloc_array(b->nb, b->nbox * sizeof *b->box)) )
+      return fly_fail(err, FLY_NOMEM, "box bounds of %zu buckets", b->nb);
     for(size_t i = 0; i < b->nb; i++)
       m->type->box_prep(m, b->xi_lo[i], b->xi_hi[i], b->key[i], b->box + i * b->nbox);
   }
-done:
-  fly_free(s.page);
-  fly_free(s.fine);
-  fly_free(s.cell);
-  fly_free(fill);
-  return rc;
+  plan_free(b);
+  return FLY_OK;
 }
 
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
                          fly_buckets *b, fly_err *err)
 {
-  fly_rc rc = fly_buckets_init(fly_pages_info_of(bnd), m, tail, b, err);
-  if( rc == FLY_OK ) rc = fly_buckets_fill(bnd, m, b, err);
+  const fly_pages_info *in = fly_pages_info_of(bnd);
+  fly_buckets_ws *w = NULL;
+  fly_rc rc = fly_buckets_init(in, m, tail, in->page_rows > 0 ? in->page_rows : 1, b, err);
+  if( rc == FLY_OK ) rc = fly_buckets_ws_new(b, &w, err);
+  for(int64_t c = 0; rc == FLY_OK && c < b->n_chunks; c++) rc = fly_buckets_count(bnd, b, w, c, err);
+  if( rc == FLY_OK ) rc = fly_buckets_layout(b, err);
+  for(int64_t c = 0; rc == FLY_OK && c < b->n_chunks; c++)
+    rc = fly_buckets_place(bnd, b, w, c, NULL, err);
+  if( rc == FLY_OK ) rc = fly_buckets_finish(b, m, &w, 1, err);
+  fly_buckets_ws_free(w);
   if( rc ) fly_buckets_free(b);
   return rc;
-}
-
-/* tail(p) = the old tail(row(p)) for every position p, in place, one
- * cycle of the permutation at a time: each cycle's first tail is held in
- * tmp while the others move up it.  Random reads and writes of N records,
- * once each. */
-fly_rc fly_buckets_gather_tails(fly_buckets *b, fly_err *err)
-{
-  uint8_t tmp[256];
-  size_t words = (size_t)(b->N + 63) / 64;
-  uint64_t *done = NULL;
-  if( b->tail == 0 || b->N == 0 ) return FLY_OK;
-  if( b->tail > sizeof tmp )
-    return fly_fail(err, FLY_MISUSE, "record tails of %zu bytes (at most %zu)",
-                    b->tail, sizeof tmp);
-  if( !(done = fly_alloc_array(words, sizeof *done)) )
-    return fly_fail(err, FLY_NOMEM, "gathering %lld record tails", (long long)b->N);
-  memset(done, 0, words * sizeof *done);
-  for(int64_t s0 = 0; s0 < b->N; s0++){
-    if( done[s0 / 64] >> (s0 % 64) & 1 ) continue;
-    memcpy(tmp, fly_buckets_tail(b, s0), b->tail);
-    for(int64_t p = s0;;){
-      int64_t q = fly_buckets_row(b, p);
-      done[p / 64] |= (uint64_t)1 << (p % 64);
-      if( q == s0 ){
-        memcpy(fly_buckets_tail(b, p), tmp, b->tail);
-        break;
-      }
-      memcpy(fly_buckets_tail(b, p), fly_buckets_tail(b, q), b->tail);
-      p = q;
-    }
-  }
-  fly_free(done);
-  return FLY_OK;
 }
 
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
@@ -318,9 +470,22 @@ double fly_buckets_row_upper(const fly_buckets *b, size_t i,
   return fly_model_gap_upper_rho(m, xi_row, rho);
 }
 
+static void plan_free(fly_buckets *b)
+{
+  struct fly_buckets_plan *p = b->plan;
+  if( !p ) return;
+  for(int64_t c = 0; p->ent && c < b->n_chunks; c++) fly_free(p->ent[c]);
+  fly_free(p->ent);
+  fly_free(p->nent);
+  fly_free(p->cell);
+  fly_free(p);
+  b->plan = NULL;
+}
+
 void fly_buckets_free(fly_buckets *b)
 {
   if( !b ) return;
+  plan_free(b);
   fly_free(b->rec);
   fly_free(b->start);
   fly_free(b->key);

@@ -45,6 +45,8 @@ typedef struct fly_buckets {
   size_t    stride;  /* bytes a record: 4 + 4 nxi + tail */
   uint8_t  *rec;     /* N records in bucket order, unaligned: uint32 row id,
                       * nxi floats, tail bytes (see the accessors) */
+  int64_t   chunk_rows, n_chunks;    /* the build's chunks of rows */
+  struct fly_buckets_plan *plan;     /* build state; NULL once finished */
 } fly_buckets;
 
 /* The row at bucket position pos, its xi (copied: records are unaligned)
@@ -80,19 +82,35 @@ static inline void fly_buckets_prefetch(const fly_buckets *b, int64_t pos)
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
                          fly_buckets *b, fly_err *err);
 
-/* The same in parts, so the tails can be written while the index is built:
- * fly_buckets_init allocates the records for bound pages shaped `in`
- * (nothing else is set but N, nxi, tail and stride); then the caller may
- * write row n's tail at fly_buckets_tail(b, n), by row, from other threads,
- * while fly_buckets_fill writes the rest of each record (disjoint bytes)
- * and the buckets; once both are done fly_buckets_gather_tails moves every
- * tail to its row's position (N bits of memory, not 4 bytes a row).  On
- * any failure free b with fly_buckets_free once no thread writes it. */
+/* The same in parts, for several threads (flymc/index.h), each with a
+ * workspace and a handle of its own on the bound pages:
+ *  1. fly_buckets_init allocates the records for bound pages shaped `in`,
+ *     in n_chunks chunks of chunk_rows rows (a multiple of unit: the
+ *     caller's page size, say; the last chunk may be shorter);
+ *  2. fly_buckets_count, once for every chunk, in any order and threads;
+ *  3. fly_buckets_layout, once, in one thread;
+ *  4. fly_buckets_place, once for every chunk, in any order and threads:
+ *     writes the chunk's records but their tails and sets *pos to the
+ *     positions of its rows (pos[i] for row chunk * chunk_rows + i, valid
+ *     until the workspace's next call), where the caller writes the tails;
+ *  5. fly_buckets_finish, once, with every workspace used: the buckets'
+ *     extremes and box constants; the build state is freed.
+ * Records are disjoint, so threads placing different chunks never write
+ * the same bytes.  On any failure free b with fly_buckets_free once no
+ * thread uses it.  FLY_CORRUPT if the bound pages change between the
+ * scans. */
+typedef struct fly_buckets_ws fly_buckets_ws;
 fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
-                        fly_buckets *b, fly_err *err);
-fly_rc fly_buckets_fill(fly_pages *bnd, const fly_model *m, fly_buckets *b,
-                        fly_err *err);
-fly_rc fly_buckets_gather_tails(fly_buckets *b, fly_err *err);
+                        int64_t unit, fly_buckets *b, fly_err *err);
+fly_rc fly_buckets_ws_new(const fly_buckets *b, fly_buckets_ws **ws, fly_err *err);
+void   fly_buckets_ws_free(fly_buckets_ws *ws);                 /* NULL: no-op */
+fly_rc fly_buckets_count(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *ws,
+                         int64_t chunk, fly_err *err);
+fly_rc fly_buckets_layout(fly_buckets *b, fly_err *err);
+fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *ws,
+                         int64_t chunk, const uint32_t **pos, fly_err *err);
+fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *const *ws,
+                          size_t n_ws, fly_err *err);
 /* The build keeps each bucket's box_prep constants when the model has them,
  * so a refresh's box bounds cost the r-dependent part only. */
 

@@ -36,7 +36,7 @@
  * exactly these errors (logistic.c, robust.c, softmax.c).
  *
  * Cost: build O(N D^2) in one sequential scan of the data pages (dtrsm per
- * page), which any number of threads share in chunks of FILL_CHUNK pages;
+ * page), which threads may share in ranges of whole pages;
  * prep O(nd D^2) per z step; rho O(nd k) per candidate, no allocation.
  */
 #include "flymc/sketch.h"
@@ -48,7 +48,6 @@
 #include "util/mem.h"
 
 #define NONE 255
-#define FILL_CHUNK 16   /* pages a filler takes at a time */
 
 int fly_sketch_fits(const fly_model *m)
 {
@@ -209,11 +208,12 @@ fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
   return FLY_OK;
 }
 
-fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
+fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n_rows,
+                            const uint32_t *slot, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(data);
   const size_t D = s->D, W = in->width;
-  const size_t pr = (size_t)(s->page_rows > 0 ? s->page_rows : 1);
+  const int64_t pr = s->page_rows > 0 ? s->page_rows : 1;
   double *page = NULL, *Y = NULL;
   int64_t n_none = 0;
   fly_rc rc = FLY_OK;
@@ -224,46 +224,50 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
                     "values a row) for sketches of %lld rows (%lld a page, %zu features)",
                     (long long)in->n_rows, (long long)in->page_rows, W, (long long)s->N,
                     (long long)s->page_rows, D);
-  page = fly_alloc_array(pr, W * sizeof *page);
-  Y = fly_alloc_array(pr, D * sizeof *Y);
+  if( row0 < 0 || n_rows < 0 || row0 % pr || row0 + n_rows > s->N ||
+      ((row0 + n_rows) % pr && row0 + n_rows != s->N) )
+    return fly_fail(err, FLY_MISUSE, "sketch: rows %lld..%lld are not whole pages of "
+                    "%lld rows", (long long)row0, (long long)(row0 + n_rows),
+                    (long long)pr);
+  page = fly_alloc_array((size_t)pr, W * sizeof *page);
+  Y = fly_alloc_array((size_t)pr, D * sizeof *Y);
   if( !page || !Y ){
     rc = fly_fail(err, FLY_NOMEM, "sketch buffers");
     goto done;
   }
-  for(;;){
-    int64_t pg0 = __atomic_fetch_add(&s->fill_next, FILL_CHUNK, __ATOMIC_RELAXED);
-    if( pg0 >= s->n_pages ) break;
-    int64_t pg1 = pg0 + FILL_CHUNK < s->n_pages ? pg0 + FILL_CHUNK : s->n_pages;
-    for(int64_t pg = pg0; pg < pg1; pg++){
-      size_t n = 0;
-      int64_t row = pg * s->page_rows;
-      int64_t want = s->N - row < s->page_rows ? s->N - row : s->page_rows;
-      if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
-      if( (int64_t)n != want ){
-        rc = fly_fail(err, FLY_CORRUPT, "sketch: page %lld holds %zu rows, %lld "
-                      "expected", (long long)pg, n, (long long)want);
-        goto done;
-      }
-      for(size_t i = 0; i < n; i++)
-        memcpy(Y + i * D, page + i * W, D * sizeof *Y);
-      /* Y = X_D L^-T: row i is L^-1 x_i */
-      if( n )
-        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                    CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
-      for(size_t i = 0; i < n; i++){
-        uint8_t *o = s->code + (size_t)(row + (int64_t)i) * s->stride;
-        encode(s, Y + i * D, o);
-        if( o[14] == NONE ) n_none++;
-      }
+  for(int64_t pg = row0 / pr; pg * pr < row0 + n_rows; pg++){
+    size_t n = 0;
+    int64_t row = pg * pr;
+    int64_t want = s->N - row < pr ? s->N - row : pr;
+    if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
+    if( (int64_t)n != want ){
+      rc = fly_fail(err, FLY_CORRUPT, "sketch: page %lld holds %zu rows, %lld "
+                    "expected", (long long)pg, n, (long long)want);
+      goto done;
+    }
+    for(size_t i = 0; i < n; i++)
+      memcpy(Y + i * D, page + i * W, D * sizeof *Y);
+    /* Y = X_D L^-T: row i is L^-1 x_i */
+    if( n )
+      cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                  CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
+    for(size_t i = 0; i < n; i++){
+      int64_t r = row + (int64_t)i;
+      uint8_t *o = s->code + (size_t)(slot ? slot[r - row0] : r) * s->stride;
+      encode(s, Y + i * D, o);
+      if( o[14] == NONE ) n_none++;
     }
   }
 done:
-  /* a failure stops the other fillers at their next chunk */
-  if( rc ) __atomic_store_n(&s->fill_next, s->n_pages, __ATOMIC_RELAXED);
   __atomic_fetch_add(&s->n_none, n_none, __ATOMIC_RELAXED);
   fly_free(page);
   fly_free(Y);
   return rc;
+}
+
+fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)
+{
+  return fly_sketch_fill_rows(data, s, 0, s->N, NULL, err);
 }
 
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
@@ -335,10 +339,10 @@ static const double sval[32] = {
 /* Row's code as two words (lo: bytes 0..7, hi: bytes 7..14; coordinate
  * j < 12 at bit 5j of lo, j >= 12 at bit 5j - 56 of hi) with its scale
  * and error norm; 0 if the row has no sketch. */
-static int read_code(const fly_sketch *s, int64_t row, uint64_t *lo, uint64_t *hi,
+static int read_code(const fly_sketch *s, int64_t slot, uint64_t *lo, uint64_t *hi,
                      double *sc, double *E)
 {
-  const uint8_t *o = s->code + (size_t)row * s->stride;
+  const uint8_t *o = s->code + (size_t)slot * s->stride;
   if( o[14] == NONE ) return 0;
   *lo = le64(o);
   *hi = le64(o + 7);
@@ -372,11 +376,11 @@ static double rho_dir(const fly_sketch *s, uint64_t lo, uint64_t hi, double sc,
   return fabs(t) * sc + (by_norm < by_coord ? by_norm : by_coord);
 }
 
-double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
+double fly_sketch_rho(const fly_sketch *s, int64_t slot, const fly_sketch_at *at)
 {
   uint64_t lo, hi;
   double sc, E;
-  if( !read_code(s, row, &lo, &hi, &sc, &E) ) return INFINITY;
+  if( !read_code(s, slot, &lo, &hi, &sc, &E) ) return INFINITY;
   if( at->nd == 1 ) return rho_dir(s, lo, hi, sc, E, at, 0);
   /* the root of a sum of squares to a few ulps: the models' KAPPA margin
    * covers it (softmax.c) */
@@ -388,11 +392,11 @@ double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at)
   return sqrt(r2);
 }
 
-int fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS],
+int fly_sketch_decode(const fly_sketch *s, int64_t slot, int q[FLY_SKETCH_DIMS],
                       double *sc, double *E)
 {
   uint64_t lo, hi;
-  if( !read_code(s, row, &lo, &hi, sc, E) ) return 0;
+  if( !read_code(s, slot, &lo, &hi, sc, E) ) return 0;
   for(size_t j = 0; j < s->k; j++)
     q[j] = (int)sval[(j < 12 ? lo >> (5 * j) : hi >> (5 * j - 56)) & 31];
   return 1;

@@ -55,7 +55,6 @@ typedef struct fly_sketch {
   double   rel[128];        /* error code c -> E / s = 2^((c - 32)/8); 0 unused */
   int64_t  n_none;          /* rows whose sketch says nothing (rho = inf) */
   int64_t  page_rows, n_pages;  /* the data pages' shape */
-  int64_t  fill_next;       /* fly_sketch_fill: the next page to take (atomic) */
 } fly_sketch;
 
 /* Whether the model can use a sketch (its parameters are one D-vector, or
@@ -69,23 +68,24 @@ int    fly_sketch_fits(const fly_model *m);
 fly_rc fly_sketch_build(fly_pages *data, const fly_model *m,
                         const double *L, fly_sketch *s, fly_err *err);
 
-/* The same in parts, for several threads: fly_sketch_init allocates the
- * sketches of the data pages shaped `in`; then each thread calls
- * fly_sketch_fill with a handle of its own on those pages (its own
- * connection), taking chunks of pages until none are left, so the threads
- * share the scan whenever each starts.  The sketches are complete when
- * every fill has returned FLY_OK; after a failure (which stops the others
- * at their next chunk) free them with fly_sketch_free. */
+/* The same in parts: fly_sketch_init allocates the sketches of the data
+ * pages shaped `in` (slot n for row n); fly_sketch_fill fills them all. */
 fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
                        const double *L, fly_sketch *s, fly_err *err);
 fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err);
 
-/* fly_sketch_init for codes in the caller's memory: row n's code goes to
- * base + n * stride (FLY_SKETCH_BYTES of it: the tails of the bucket
- * index's records, buckets.h, which fly_buckets_gather_tails then moves to
- * each row's position).  The caller may move the codes: every function
- * here reads slot i at base + i * stride, and fly_sketch_free leaves base
- * alone. */
+/* Fill rows row0 .. row0 + n (whole pages: row0 a multiple of page_rows,
+ * and the end too unless it is N) into slots slot[0 .. n), or slots
+ * row0 .. row0 + n with slot NULL.  Threads may fill disjoint slots at
+ * once, each with a handle of its own on the pages (its own connection);
+ * n_none is added to atomically. */
+fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n,
+                            const uint32_t *slot, fly_err *err);
+
+/* fly_sketch_init for codes in the caller's memory: slot i's code is at
+ * base + i * stride (FLY_SKETCH_BYTES of it: the tails of the bucket
+ * index's records, buckets.h, filled with fly_sketch_fill_rows at the rows'
+ * positions; flymc/index.h).  fly_sketch_free leaves base alone. */
 fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
                               const double *L, uint8_t *base, size_t stride,
                               fly_sketch *s, fly_err *err);
@@ -109,24 +109,17 @@ void   fly_sketch_at_free(fly_sketch_at *at);
 void   fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
                        const double *th_map, fly_sketch_at *at);
 
-/* rho >= sqrt(sum_k (x_row'd_k)^2) (one direction: |x_row'(th - th_map)|)
- * for the th given to fly_sketch_prep (+inf if the row's sketch says
- * nothing). */
-double fly_sketch_rho(const fly_sketch *s, int64_t row, const fly_sketch_at *at);
+/* rho >= sqrt(sum_k (x'd_k)^2) (one direction: |x'(th - th_map)|) for the
+ * row x whose code is in slot `slot` (its row, or its position in the
+ * bucket index when placed) and the th given to fly_sketch_prep (+inf if
+ * the row's sketch says nothing). */
+double fly_sketch_rho(const fly_sketch *s, int64_t slot, const fly_sketch_at *at);
 
-/* What row's code says, for tests and tools (the hot path is
+/* What slot's code says, for tests and tools (the hot path is
  * fly_sketch_rho): q[0..k) the coordinates, *sc the scale and *E the error
  * norm; 0 (and q, sc, E untouched) if the row has no sketch, else 1. */
-int    fly_sketch_decode(const fly_sketch *s, int64_t row, int q[FLY_SKETCH_DIMS],
+int    fly_sketch_decode(const fly_sketch *s, int64_t slot, int q[FLY_SKETCH_DIMS],
                          double *sc, double *E);
-
-/* Start loading row's code into the CPU cache (a batch of candidates
- * overlaps their memory latencies; the codes of a big store are random
- * accesses into N * 15 bytes). */
-static inline void fly_sketch_prefetch(const fly_sketch *s, int64_t row)
-{
-  __builtin_prefetch(s->code + (size_t)row * s->stride);
-}
 
 void   fly_sketch_free(fly_sketch *s);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "flymc/buckets.h"
+#include "flymc/index.h"
 #include "flymc/sketch.h"
 #include "models/model.h"
 #include "store/pages.h"
@@ -79,24 +80,12 @@ static inline fly_rc fx_buckets(fly_db *db, int64_t bs, const fly_model *m,
 }
 
 /* The thinning buckets of bound set bs with the row sketches of data set
- * ds placed in their records, as flydb sample builds them (one filler). */
+ * ds placed in their records, as flydb sample builds them (two threads). */
 static inline fly_rc fx_index(fly_db *db, int64_t bs, int64_t ds, const fly_model *m,
                               const double *L, fly_buckets *bk, fly_sketch *sk,
                               fly_err *err)
 {
-  fly_pages *bp = NULL, *dp = NULL;
-  fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_init(fly_pages_info_of(bp), m, FLY_SKETCH_BYTES, bk, err);
-  if( rc == FLY_OK )
-    rc = fly_sketch_init_placed(fly_pages_info_of(dp), m, L, fly_buckets_tail(bk, 0),
-                                bk->stride, sk, err);
-  if( rc == FLY_OK ) rc = fly_sketch_fill(dp, sk, err);
-  if( rc == FLY_OK ) rc = fly_buckets_fill(bp, m, bk, err);
-  if( rc == FLY_OK ) rc = fly_buckets_gather_tails(bk, err);
-  fly_pages_close(dp);
-  fly_pages_close(bp);
-  return rc;
+  return fly_index_build(fly_db_path(db), ds, bs, m, L, 2, bk, sk, err);
 }
 
 /* The row sketches of data set ds for model m in the coordinates of L

@@ -10,13 +10,17 @@
  * independent computation of each row's cell (level floor(4 log2 key)
  * minus the lowest level kept, clamped to [0, 512); xi bin 0 below 1/16,
  * else 1 + floor(4 log2 16|xi|), non-finite in the last bin):
- *   perm is a permutation of the rows, each bucket's rows in row order;
+ *   the records hold each row once, each bucket's rows in row order;
  *   two rows share a bucket iff they share a cell, and buckets follow the
  *   cells' order;
  *   each bucket's key is the exact largest key of its rows, xi_lo / xi_hi
  *   the exact smallest and largest |xi| (+inf for a non-finite one);
- *   xi holds every row's xi as stored (f32).
- * A negative key is refused with FLY_NUMERIC, naming the row.
+ *   the records hold every row's xi as stored (f32), and each tail is at
+ *   the position the build gave for its row.
+ * The index is built in chunks by two workspaces in scrambled orders, and
+ * in one (fly_buckets_build): the same index.  A negative key is refused
+ * with FLY_NUMERIC, naming the row, by the one-thread and the threaded
+ * build; bound pages that change between the two scans with FLY_CORRUPT.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "flymc/buckets.h"
+#include "flymc/index.h"
 #include "models/model.h"
 #include "store/db.h"
 #include "store/pages.h"
@@ -94,6 +99,7 @@ int main(void)
   fly_rng rng;
   fly_model m;
   fly_buckets b = {0};
+  fly_buckets_ws *ws[2] = { NULL, NULL };
   fly_pages *bp = NULL;
   int64_t ds = 0;
   fly_rc rc;
@@ -118,16 +124,36 @@ int main(void)
               "a data set and a bound set of %d rows in pages of %d", N_ROWS, PAGE) )
     goto out;
   fx_logistic_model(&m, 1, 1);
-  /* in parts, as flydb sample builds it: 7-byte tails naming their row
-   * written by row before the fill, then moved to the rows' positions */
+  /* in parts, as flydb index.c builds it, but in a scrambled order: chunks
+   * of 300 rows (not whole pages of 700) counted and placed by two
+   * workspaces taking turns, in orders unrelated to each other; each
+   * placed chunk's 7-byte tails naming their rows written at the positions
+   * the place returns */
   rc = fly_pages_open(db, FLY_TABLE_BOUND, 1, 0, &bp, &err);
-  if( rc == FLY_OK ) rc = fly_buckets_init(fly_pages_info_of(bp), &m, 7, &b, &err);
-  if( rc == FLY_OK )
-    for(int64_t n = 0; n < N_ROWS; n++) name_row(fly_buckets_tail(&b, n), n);
-  if( rc == FLY_OK ) rc = fly_buckets_fill(bp, &m, &b, &err);
-  if( rc == FLY_OK ) rc = fly_buckets_gather_tails(&b, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_init(fly_pages_info_of(bp), &m, 7, 300, &b, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_ws_new(&b, &ws[0], &err);
+  if( rc == FLY_OK ) rc = fly_buckets_ws_new(&b, &ws[1], &err);
+  int64_t nc = b.n_chunks;
+  for(int64_t i = 0; rc == FLY_OK && i < nc; i++)
+    rc = fly_buckets_count(bp, &b, ws[i % 2], (i * 37 + 5) % nc, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_layout(&b, &err);
+  for(int64_t i = 0; rc == FLY_OK && i < nc; i++){
+    int64_t c = nc - 1 - (i * 11) % nc;
+    const uint32_t *pos = NULL;
+    int64_t r0 = c * b.chunk_rows, n = N_ROWS - r0 < b.chunk_rows ? N_ROWS - r0 : b.chunk_rows;
+    rc = fly_buckets_place(bp, &b, ws[(i / 3) % 2], c, &pos, &err);
+    for(int64_t r = 0; rc == FLY_OK && r < n; r++)
+      name_row(fly_buckets_tail(&b, pos[r]), r0 + r);
+  }
+  if( rc == FLY_OK ) rc = fly_buckets_finish(&b, &m, ws, 2, &err);
+  fly_buckets_ws_free(ws[0]);
+  fly_buckets_ws_free(ws[1]);
+  ws[0] = ws[1] = NULL;
   fly_pages_close(bp);
   bp = NULL;
+  TAP_OK(rc == FLY_OK && nc == (N_ROWS + 299) / 300 && b.chunk_rows == 300 && !b.plan,
+         "%lld chunks of %lld rows; the build state freed", (long long)nc,
+         (long long)b.chunk_rows);
   if( !TAP_OK(rc == FLY_OK && b.N == N_ROWS && b.nxi == 1 && b.xi_lo && b.xi_hi &&
               b.tail == 7 && b.stride == 4 + 4 + 7,
               "the index builds, records of 4 + 4 + 7 bytes (%s)", err.msg) ) goto out;
@@ -197,8 +223,30 @@ int main(void)
     if( memcmp(fly_buckets_tail(&b, p), want, sizeof want) ) bad_tail++;
   }
   TAP_OK(perm_ok && bad_row == 0, "every row's xi kept as stored (%zu differ)", bad_row);
-  TAP_OK(perm_ok && bad_tail == 0, "each tail written by row is at its row's position "
-         "after the gather, the fill beside it leaving it alone (%zu differ)", bad_tail);
+  TAP_OK(perm_ok && bad_tail == 0, "each tail written at the position the place gave "
+         "is its row's, the other chunks' places leaving it alone (%zu differ)", bad_tail);
+  /* the one-thread build gives the same records and buckets */
+  {
+    fly_buckets one = {0};
+    rc = fly_pages_open(db, FLY_TABLE_BOUND, 1, 0, &bp, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, 7, &one, &err);
+    int same = rc == FLY_OK && one.nb == b.nb &&
+               !memcmp(one.start, b.start, (b.nb + 1) * sizeof *b.start) &&
+               !memcmp(one.key, b.key, b.nb * sizeof *b.key) &&
+               !memcmp(one.xi_lo, b.xi_lo, b.nb * sizeof *b.xi_lo) &&
+               !memcmp(one.xi_hi, b.xi_hi, b.nb * sizeof *b.xi_hi);
+    for(int64_t p = 0; same && p < N_ROWS; p++){
+      float x, y;
+      fly_buckets_xi(&one, p, &x);
+      fly_buckets_xi(&b, p, &y);
+      same = fly_buckets_row(&one, p) == fly_buckets_row(&b, p) && x == y;
+    }
+    TAP_OK(same, "fly_buckets_build (chunks of a page, in order) gives the same "
+           "buckets and records (%s)", err.msg);
+    fly_pages_close(bp);
+    bp = NULL;
+    fly_buckets_free(&one);
+  }
   fly_buckets_free(&b);
 
   /* a negative key: the bounds are not MAP-tuned */
@@ -209,7 +257,41 @@ int main(void)
   TAP_OK(rc == FLY_NUMERIC && strstr(err.msg, "row 12346 has gap key -1"),
          "a negative key is refused, naming its row (%s)", err.msg);
   fly_pages_close(bp);
+  bp = NULL;
   fly_buckets_free(&b);
+  /* the same through the threaded build: the failing chunk's error is the
+   * one returned, and nothing is left allocated */
+  {
+    fly_sketch sk = {0};
+    rc = fly_index_build(path, ds, 2, &m, NULL, 2, &b, &sk, &err);
+    TAP_OK(rc == FLY_NUMERIC && strstr(err.msg, "row 12346 has gap key -1") && !b.rec &&
+           !b.plan && !b.start, "the two-thread build returns it too, freed (%s)", err.msg);
+  }
+  key[12345] = 0.5;
+
+  /* bound pages that change between the scans: counted on set 1, placed
+   * on set 3, where one row's key moved to another bucket */
+  key[7] = key[7] > 0 && level_of(key[7]) == 0 ? 4.0 : 1.0;
+  rc = fly_db_exec(db, "DELETE FROM bound_set WHERE id = 2", &err);   /* pages cascade */
+  if( rc == FLY_OK ) rc = write_bounds(db, ds, 3, "fixed") ? FLY_OK : FLY_IO;
+  {
+    fly_pages *p1 = NULL, *p3 = NULL;
+    if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, 1, 0, &p1, &err);
+    if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, 3, 0, &p3, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_init(fly_pages_info_of(p1), &m, 0, 700, &b, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_ws_new(&b, &ws[0], &err);
+    for(int64_t c = 0; rc == FLY_OK && c < b.n_chunks; c++)
+      rc = fly_buckets_count(p1, &b, ws[0], c, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_layout(&b, &err);
+    for(int64_t c = 0; rc == FLY_OK && c < b.n_chunks; c++)
+      rc = fly_buckets_place(p3, &b, ws[0], c, NULL, &err);
+    TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, "changed between the scans"),
+           "bound pages that change between the scans are refused (%s)", err.msg);
+    fly_buckets_ws_free(ws[0]);
+    fly_pages_close(p1);
+    fly_pages_close(p3);
+    fly_buckets_free(&b);
+  }
 
 out:
   fly_db_close(db);

@@ -52,52 +52,71 @@
 
 static char path[256];
 
-/* One filler of the parallel build: its own connection, as flydb sample's
- * thread has. */
-typedef struct filler { int64_t ds; fly_sketch *s; fly_rc rc; fly_err err; } filler;
+/* One filler of a parallel fill: its own connection, as flydb sample's
+ * threads have, filling every other range of `span` pages from `first`
+ * (slots reversed when rev: slot N-1-n for row n). */
+typedef struct filler {
+  int64_t ds, first, span; int rev; fly_sketch *s; fly_rc rc; fly_err err;
+} filler;
 
 static void *fill_one(void *arg)
 {
   filler *f = arg;
   fly_db *db = NULL;
   fly_pages *dp = NULL;
+  uint32_t *slot = NULL;
+  int64_t pr = f->s->page_rows, N = f->s->N;
   f->rc = fly_db_open(path, FLY_DB_READONLY, &db, &f->err);
   if( f->rc == FLY_OK ) f->rc = fly_pages_open(db, FLY_TABLE_DATA, f->ds, 0, &dp, &f->err);
-  if( f->rc == FLY_OK ) f->rc = fly_sketch_fill(dp, f->s, &f->err);
+  if( f->rc == FLY_OK && !(slot = malloc((size_t)(f->span * pr) * sizeof *slot)) )
+    f->rc = FLY_NOMEM;
+  for(int64_t r0 = f->first * pr; f->rc == FLY_OK && r0 < N; r0 += 2 * f->span * pr){
+    int64_t n = N - r0 < f->span * pr ? N - r0 : f->span * pr;
+    for(int64_t i = 0; i < n; i++) slot[i] = (uint32_t)(N - 1 - (r0 + i));
+    f->rc = fly_sketch_fill_rows(dp, f->s, r0, n, f->rev ? slot : NULL, &f->err);
+  }
+  free(slot);
   fly_pages_close(dp);
   fly_db_close(db);
   return NULL;
 }
 
-/* The sketches filled by two threads sharing the scan (fly_sketch_init +
- * fly_sketch_fill, as flydb sample builds them) equal fly_sketch_build's,
- * byte for byte; a filler on pages of another shape is refused. */
+/* The sketches filled by two threads in alternate ranges of pages
+ * (fly_sketch_fill_rows, as flydb sample's index build fills them) equal
+ * fly_sketch_build's byte for byte, in the slots given; a filler on pages
+ * of another shape, or of a range that is not whole pages, is refused. */
 static void check_parallel(const char *label, fly_db *db, int64_t ds, int64_t other,
                            const fly_model *m, const fly_sketch *one)
 {
   fly_sketch two = {0};
   fly_pages *dp = NULL, *op = NULL;
   fly_err err = {0};
-  filler f[2] = { { ds, &two, FLY_OK, {0} }, { ds, &two, FLY_OK, {0} } };
   pthread_t t[2];
-  int started[2] = { 0, 0 };
+  size_t B = FLY_SKETCH_BYTES;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, &err);
   if( rc == FLY_OK ) rc = fly_sketch_init(fly_pages_info_of(dp), m, one->L, &two, &err);
-  if( !TAP_OK(rc == FLY_OK, "%s: sketches allocated for a parallel fill (%s)", label,
-              err.msg) ) goto out;
-  for(int i = 0; i < 2; i++) started[i] = pthread_create(&t[i], NULL, fill_one, &f[i]) == 0;
-  for(int i = 0; i < 2; i++){
-    if( started[i] ) pthread_join(t[i], NULL);
-    else fill_one(&f[i]);
+  if( !TAP_OK(rc == FLY_OK && two.n_pages > 16, "%s: sketches allocated for a parallel "
+              "fill (%s)", label, err.msg) ) goto out;
+  for(int rev = 0; rev < 2; rev++){
+    filler f[2] = { { ds, 0, 3, rev, &two, FLY_OK, {0} }, { ds, 3, 3, rev, &two, FLY_OK, {0} } };
+    int started[2] = { 0, 0 }, same = 1;
+    memset(two.code, 0, (size_t)one->N * B);
+    two.n_none = 0;
+    for(int i = 0; i < 2; i++) started[i] = pthread_create(&t[i], NULL, fill_one, &f[i]) == 0;
+    for(int i = 0; i < 2; i++){
+      if( started[i] ) pthread_join(t[i], NULL);
+      else fill_one(&f[i]);
+    }
+    for(int64_t n = 0; same && n < one->N; n++)
+      same = !memcmp(two.code + (size_t)(rev ? one->N - 1 - n : n) * B, one->code + n * B, B);
+    TAP_OK(f[0].rc == FLY_OK && f[1].rc == FLY_OK && same && two.n_none == one->n_none,
+           "%s: two threads fill the same %lld x %zu bytes as one scan, %s (%lld pages; "
+           "%s %s)", label, (long long)one->N, B, rev ? "in the slots given" : "by row",
+           (long long)two.n_pages, f[0].err.msg, f[1].err.msg);
   }
-  TAP_OK(f[0].rc == FLY_OK && f[1].rc == FLY_OK && two.fill_next >= two.n_pages &&
-         two.n_pages > 16 &&
-         memcmp(two.code, one->code, (size_t)one->N * FLY_SKETCH_BYTES) == 0 &&
-         two.n_none == one->n_none,
-         "%s: two threads fill the same %lld x %d bytes as one scan (%lld pages; %s %s)",
-         label, (long long)one->N, FLY_SKETCH_BYTES, (long long)two.n_pages,
-         f[0].err.msg, f[1].err.msg);
-  two.fill_next = 0;
+  rc = fly_sketch_fill_rows(dp, &two, two.page_rows / 2, two.page_rows, NULL, &err);
+  TAP_OK(rc == FLY_MISUSE && strstr(err.msg, "not whole pages"),
+         "%s: a range that is not whole pages is refused (%s)", label, err.msg);
   rc = fly_pages_open(db, FLY_TABLE_DATA, other, 0, &op, &err);
   if( rc == FLY_OK ) rc = fly_sketch_fill(op, &two, &err);
   TAP_OK(rc == FLY_MISUSE && strstr(err.msg, "sketch: pages of"),

@@ -1,0 +1,34 @@
+/*
+ * index.h -- the thinning index of `flydb sample --z gibbs`: the bucket
+ * index (buckets.h) with every row's sketch (sketch.h) in its record, built
+ * by several threads sharing chunks of rows.
+ *
+ * Two phases, each a pass over the chunks that the threads take in turn:
+ * the first counts each chunk's rows into the buckets (bound pages); the
+ * second places each chunk's rows (bound pages again) and writes their
+ * sketches straight to their positions (data pages).  So the records are
+ * written once each, the memory is the index's alone (no map from rows to
+ * positions), and a candidate's row id, xi and sketch are one random load
+ * in the z step.  Each thread reads on a connection of its own.
+ */
+#ifndef FLY_INDEX_H
+#define FLY_INDEX_H
+
+#include <stdint.h>
+
+#include "flymc/buckets.h"
+#include "flymc/sketch.h"
+#include "models/model.h"
+#include "util/err.h"
+
+/* Build the index of bound set bs of data set ds in the database at
+ * db_path for model m, on `threads` threads (at least 1; fewer if they
+ * cannot be started).  With L (fly_bounds.chol_key: D x D lower) each
+ * record's tail holds the row's sketch, and *s is the sketch with its
+ * codes placed there (fly_sketch_init_placed); with L NULL there is no
+ * sketch and *s is zeroed.  On failure b and s are freed. */
+fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_model *m,
+                       const double *L, int threads, fly_buckets *b, fly_sketch *s,
+                       fly_err *err);
+
+#endif
