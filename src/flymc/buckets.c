@@ -17,8 +17,9 @@
  * From those lists follow the range of levels, the buckets, and for every
  * chunk the position where its rows of each bucket begin (the rows of the
  * chunks before it come first).  The second places each chunk's rows from
- * there in row order (a counting sort) and hands their positions to the
- * caller, who writes the record tails.  About CHUNKS chunks whatever N, so
+ * there in row order (a counting sort), each record written whole: row
+ * id, xi and the tail the caller made for the row (one random write a
+ * row into an index of GBs, not one for the head and one for the tail).  About CHUNKS chunks whatever N, so
  * the lists are O(buckets) a chunk and nothing is kept a row.
  */
 #include "flymc/buckets.h"
@@ -78,7 +79,6 @@ struct fly_buckets_ws {
   int64_t  *fine;               /* FINE_LEVELS * nbin counts, zero between chunks */
   uint32_t *touched;            /* the chunk's non-zero fine cells */
   size_t    ntouched;
-  uint32_t *pos;                /* chunk_rows: fly_buckets_place's positions */
   size_t    nb;                 /* 0 until the first place */
   int64_t  *fill, *lim;         /* nb: next position and end, 0 outside the chunk */
   double   *key, *xlo, *xhi;    /* nb: the extremes of the rows placed here */
@@ -167,9 +167,8 @@ fly_rc fly_buckets_ws_new(const fly_buckets *b, fly_buckets_ws **out, fly_err *e
      * caller's: only the rows are known here) */
     w->fine = fly_alloc_array(FINE_LEVELS * p->nbin, sizeof *w->fine);
     w->touched = fly_alloc_array(cr, sizeof *w->touched);
-    w->pos = fly_alloc_array(cr, sizeof *w->pos);
   }
-  if( !w || !w->fine || !w->touched || !w->pos ){
+  if( !w || !w->fine || !w->touched ){
     fly_buckets_ws_free(w);
     return fly_fail(err, FLY_NOMEM, "bucket workspace for chunks of %zu rows", cr);
   }
@@ -183,7 +182,6 @@ void fly_buckets_ws_free(fly_buckets_ws *w)
   fly_free(w->page);
   fly_free(w->fine);
   fly_free(w->touched);
-  fly_free(w->pos);
   fly_free(w->fill);
   fly_free(w->lim);
   fly_free(w->key);
@@ -195,7 +193,7 @@ void fly_buckets_ws_free(fly_buckets_ws *w)
 /* Visit the rows of chunk c in row order: pass 0 counts the fine cells,
  * pass 1 places the rows and takes the bucket extremes. */
 static fly_rc scan(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
-                   int pass, fly_err *err)
+                   int pass, const uint8_t *tails, fly_err *err)
 {
   const struct fly_buckets_plan *p = b->plan;
   const fly_pages_info *in = fly_pages_info_of(bnd);
@@ -239,7 +237,8 @@ static fly_rc scan(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
         float x = (float)br[j];
         memcpy(rec + 4 + 4 * j, &x, sizeof x);
       }
-      w->pos[row - r0] = (uint32_t)pos;
+      if( b->tail )
+        memcpy(rec + 4 + 4 * p->col, tails + (size_t)(row - r0) * b->tail, b->tail);
       if( k > w->key[bi] ) w->key[bi] = k;
       if( p->xcol != NO_XI ){
         if( !isfinite(v) ) v = INFINITY;
@@ -258,7 +257,7 @@ fly_rc fly_buckets_count(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int6
   if( !p || p->laid || c < 0 || c >= b->n_chunks || p->ent[c] )
     return fly_fail(err, FLY_MISUSE, "bucket count of chunk %lld", (long long)c);
   w->ntouched = 0;
-  fly_rc rc = scan(bnd, b, w, c, 0, err);
+  fly_rc rc = scan(bnd, b, w, c, 0, NULL, err);
   chunk_ent *e = rc ? NULL : fly_alloc_array(w->ntouched ? w->ntouched : 1, sizeof *e);
   if( !rc && !e ) rc = fly_fail(err, FLY_NOMEM, "bucket counts of a chunk");
   if( !rc ) qsort(w->touched, w->ntouched, sizeof *w->touched, cmp_u32);
@@ -365,10 +364,10 @@ done:
 }
 
 fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
-                         const uint32_t **pos, fly_err *err)
+                         const uint8_t *tails, fly_err *err)
 {
   const struct fly_buckets_plan *p = b->plan;
-  if( !p || !p->laid || c < 0 || c >= b->n_chunks )
+  if( !p || !p->laid || c < 0 || c >= b->n_chunks || (b->tail && !tails) )
     return fly_fail(err, FLY_MISUSE, "bucket place of chunk %lld", (long long)c);
   if( w->nb != b->nb ){
     w->nb = b->nb;
@@ -388,14 +387,13 @@ fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int6
     w->fill[e[i].id] = e[i].start;
     w->lim[e[i].id] = e[i].start + e[i].n;
   }
-  fly_rc rc = scan(bnd, b, w, c, 1, err);
+  fly_rc rc = scan(bnd, b, w, c, 1, tails, err);
   for(size_t i = 0; i < p->nent[c]; i++){
     if( rc == FLY_OK && w->fill[e[i].id] != w->lim[e[i].id] )
       rc = fly_fail(err, FLY_CORRUPT, "bound pages changed between the scans of the "
                     "bucket index (chunk %lld)", (long long)c);
     w->fill[e[i].id] = w->lim[e[i].id] = 0;
   }
-  if( rc == FLY_OK && pos ) *pos = w->pos;
   return rc;
 }
 
@@ -434,14 +432,18 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
   fly_buckets_ws *w = NULL;
+  uint8_t *zero = NULL;
   fly_rc rc = fly_buckets_init(in, m, tail, in->page_rows > 0 ? in->page_rows : 1, b, err);
+  if( rc == FLY_OK && tail && !(zero = fly_alloc_array((size_t)b->chunk_rows, tail)) )
+    rc = fly_fail(err, FLY_NOMEM, "record tails of a chunk");
   if( rc == FLY_OK ) rc = fly_buckets_ws_new(b, &w, err);
   for(int64_t c = 0; rc == FLY_OK && c < b->n_chunks; c++) rc = fly_buckets_count(bnd, b, w, c, err);
   if( rc == FLY_OK ) rc = fly_buckets_layout(b, err);
   for(int64_t c = 0; rc == FLY_OK && c < b->n_chunks; c++)
-    rc = fly_buckets_place(bnd, b, w, c, NULL, err);
+    rc = fly_buckets_place(bnd, b, w, c, zero, err);
   if( rc == FLY_OK ) rc = fly_buckets_finish(b, m, &w, 1, err);
   fly_buckets_ws_free(w);
+  fly_free(zero);
   if( rc ) fly_buckets_free(b);
   return rc;
 }

@@ -78,7 +78,8 @@ static inline void fly_buckets_prefetch(const fly_buckets *b, int64_t pos)
  * the xi, and group the rows; when the model has gap_upper_box the buckets
  * are split by |xi| (the first value) too.  Each record gets `tail` bytes
  * for the caller.  FLY_NUMERIC if a key is negative or not finite (bounds
- * not MAP-tuned).  fly_buckets_build frees b on failure. */
+ * not MAP-tuned).  fly_buckets_build leaves the tails zero and frees b on
+ * failure. */
 fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
                          fly_buckets *b, fly_err *err);
 
@@ -90,9 +91,8 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
  *  2. fly_buckets_count, once for every chunk, in any order and threads;
  *  3. fly_buckets_layout, once, in one thread;
  *  4. fly_buckets_place, once for every chunk, in any order and threads:
- *     writes the chunk's records but their tails and sets *pos to the
- *     positions of its rows (pos[i] for row chunk * chunk_rows + i, valid
- *     until the workspace's next call), where the caller writes the tails;
+ *     writes the chunk's records whole, the tail of row chunk * chunk_rows
+ *     + i from tails + i * tail (NULL when tail is 0);
  *  5. fly_buckets_finish, once, with every workspace used: the buckets'
  *     extremes and box constants; the build state is freed.
  * Records are disjoint, so threads placing different chunks never write
@@ -108,7 +108,7 @@ fly_rc fly_buckets_count(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *ws,
                          int64_t chunk, fly_err *err);
 fly_rc fly_buckets_layout(fly_buckets *b, fly_err *err);
 fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *ws,
-                         int64_t chunk, const uint32_t **pos, fly_err *err);
+                         int64_t chunk, const uint8_t *tails, fly_err *err);
 fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *const *ws,
                           size_t n_ws, fly_err *err);
 /* The build keeps each bucket's box_prep constants when the model has them,

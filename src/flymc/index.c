@@ -30,6 +30,7 @@ typedef struct worker {
   shared          *sh;
   int              phase;        /* 0: count, 1: place and sketch */
   fly_buckets_ws  *ws;
+  uint8_t         *codes;        /* chunk_rows sketches, when there are sketches */
   fly_rc           rc;
   fly_err          err;
 } worker;
@@ -54,11 +55,12 @@ static void *work(void *arg)
       rc = fly_buckets_count(bp, b, w->ws, c, &w->err);
       continue;
     }
-    const uint32_t *pos = NULL;
+    /* the chunk's codes by row first, so each record is then written
+     * whole: one random write a row */
     int64_t r0 = c * b->chunk_rows;
     int64_t n = b->N - r0 < b->chunk_rows ? b->N - r0 : b->chunk_rows;
-    rc = fly_buckets_place(bp, b, w->ws, c, &pos, &w->err);
-    if( rc == FLY_OK && dp ) rc = fly_sketch_fill_rows(dp, sh->s, r0, n, pos, &w->err);
+    if( dp ) rc = fly_sketch_fill_rows(dp, sh->s, r0, n, w->codes, &w->err);
+    if( rc == FLY_OK ) rc = fly_buckets_place(bp, b, w->ws, c, w->codes, &w->err);
   }
   if( rc ) __atomic_store_n(&sh->failed, 1, __ATOMIC_RELAXED);
   if( db ) fly_db_read_end(db, began);
@@ -121,7 +123,13 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_mo
   fly_pages_close(dp);
   fly_pages_close(bp);
   fly_db_close(db);
-  for(int t = 0; t < nt && rc == FLY_OK; t++) rc = fly_buckets_ws_new(b, &ws[t], err);
+  for(int t = 0; t < nt && rc == FLY_OK; t++){
+    rc = fly_buckets_ws_new(b, &ws[t], err);
+    if( rc == FLY_OK && L &&
+        !(w[t].codes = fly_alloc_array((size_t)b->chunk_rows, FLY_SKETCH_BYTES)) )
+      rc = fly_fail(err, FLY_NOMEM, "sketches of a chunk of %lld rows",
+                    (long long)b->chunk_rows);
+  }
   if( rc == FLY_OK ){
     sh.path = db_path;
     sh.ds = ds;
@@ -134,7 +142,10 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_mo
   if( rc == FLY_OK ) rc = fly_buckets_layout(b, err);
   if( rc == FLY_OK ) rc = phase(w, nt, 1, err);
   if( rc == FLY_OK ) rc = fly_buckets_finish(b, m, ws, (size_t)nt, err);
-  for(int t = 0; t < nt; t++) fly_buckets_ws_free(ws[t]);
+  for(int t = 0; t < nt; t++){
+    fly_buckets_ws_free(ws[t]);
+    fly_free(w[t].codes);
+  }
   if( rc ){
     fly_sketch_free(s);
     fly_buckets_free(b);

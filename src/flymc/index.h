@@ -5,11 +5,11 @@
  *
  * Two phases, each a pass over the chunks that the threads take in turn:
  * the first counts each chunk's rows into the buckets (bound pages); the
- * second places each chunk's rows (bound pages again) and writes their
- * sketches straight to their positions (data pages).  So the records are
- * written once each, the memory is the index's alone (no map from rows to
- * positions), and a candidate's row id, xi and sketch are one random load
- * in the z step.  Each thread reads on a connection of its own.
+ * second encodes each chunk's sketches (data pages) and places its rows
+ * (bound pages again), each record written whole at its position.  So the
+ * records are written once each, the memory is the index's alone (no map
+ * from rows to positions, a chunk's codes a thread), and a candidate's row
+ * id, xi and sketch are one random load in the z step.  Each thread reads on a connection of its own.
  */
 #ifndef FLY_INDEX_H
 #define FLY_INDEX_H

@@ -209,7 +209,7 @@ fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
 }
 
 fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n_rows,
-                            const uint32_t *slot, fly_err *err)
+                            uint8_t *out, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(data);
   const size_t D = s->D, W = in->width;
@@ -253,7 +253,8 @@ fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_
                   CblasNonUnit, (int)n, (int)D, 1.0, s->L, (int)D, Y, (int)D);
     for(size_t i = 0; i < n; i++){
       int64_t r = row + (int64_t)i;
-      uint8_t *o = s->code + (size_t)(slot ? slot[r - row0] : r) * s->stride;
+      uint8_t *o = out ? out + (size_t)(r - row0) * FLY_SKETCH_BYTES
+                       : s->code + (size_t)r * s->stride;
       encode(s, Y + i * D, o);
       if( o[14] == NONE ) n_none++;
     }

@@ -74,18 +74,19 @@ fly_rc fly_sketch_init(const fly_pages_info *in, const fly_model *m,
                        const double *L, fly_sketch *s, fly_err *err);
 fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err);
 
-/* Fill rows row0 .. row0 + n (whole pages: row0 a multiple of page_rows,
- * and the end too unless it is N) into slots slot[0 .. n), or slots
- * row0 .. row0 + n with slot NULL.  Threads may fill disjoint slots at
- * once, each with a handle of its own on the pages (its own connection);
- * n_none is added to atomically. */
+/* Encode rows row0 .. row0 + n (whole pages: row0 a multiple of page_rows,
+ * and the end too unless it is N) into out + i * FLY_SKETCH_BYTES for row
+ * row0 + i, or into their slots (row0 .. row0 + n) with out NULL.  Threads
+ * may fill disjoint rows at once, each with a handle of its own on the
+ * pages (its own connection); n_none is added to atomically. */
 fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n,
-                            const uint32_t *slot, fly_err *err);
+                            uint8_t *out, fly_err *err);
 
 /* fly_sketch_init for codes in the caller's memory: slot i's code is at
  * base + i * stride (FLY_SKETCH_BYTES of it: the tails of the bucket
- * index's records, buckets.h, filled with fly_sketch_fill_rows at the rows'
- * positions; flymc/index.h).  fly_sketch_free leaves base alone. */
+ * index's records, buckets.h: flymc/index.c encodes a chunk of rows with
+ * fly_sketch_fill_rows and fly_buckets_place copies each code to its
+ * row's position).  fly_sketch_free leaves base alone. */
 fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
                               const double *L, uint8_t *base, size_t stride,
                               fly_sketch *s, fly_err *err);

@@ -53,10 +53,11 @@
 static char path[256];
 
 /* One filler of a parallel fill: its own connection, as flydb sample's
- * threads have, filling every other range of `span` pages from `first`
- * (slots reversed when rev: slot N-1-n for row n). */
+ * threads have, filling every other range of `span` pages from `first`,
+ * by row into the sketch's slots, or (buf) into a buffer of the range's
+ * codes first, then copied to slot N-1-n for row n. */
 typedef struct filler {
-  int64_t ds, first, span; int rev; fly_sketch *s; fly_rc rc; fly_err err;
+  int64_t ds, first, span; int buf; fly_sketch *s; fly_rc rc; fly_err err;
 } filler;
 
 static void *fill_one(void *arg)
@@ -64,18 +65,19 @@ static void *fill_one(void *arg)
   filler *f = arg;
   fly_db *db = NULL;
   fly_pages *dp = NULL;
-  uint32_t *slot = NULL;
+  uint8_t *out = NULL;
+  const size_t B = FLY_SKETCH_BYTES;
   int64_t pr = f->s->page_rows, N = f->s->N;
   f->rc = fly_db_open(path, FLY_DB_READONLY, &db, &f->err);
   if( f->rc == FLY_OK ) f->rc = fly_pages_open(db, FLY_TABLE_DATA, f->ds, 0, &dp, &f->err);
-  if( f->rc == FLY_OK && !(slot = malloc((size_t)(f->span * pr) * sizeof *slot)) )
-    f->rc = FLY_NOMEM;
+  if( f->rc == FLY_OK && !(out = malloc((size_t)(f->span * pr) * B)) ) f->rc = FLY_NOMEM;
   for(int64_t r0 = f->first * pr; f->rc == FLY_OK && r0 < N; r0 += 2 * f->span * pr){
     int64_t n = N - r0 < f->span * pr ? N - r0 : f->span * pr;
-    for(int64_t i = 0; i < n; i++) slot[i] = (uint32_t)(N - 1 - (r0 + i));
-    f->rc = fly_sketch_fill_rows(dp, f->s, r0, n, f->rev ? slot : NULL, &f->err);
+    f->rc = fly_sketch_fill_rows(dp, f->s, r0, n, f->buf ? out : NULL, &f->err);
+    for(int64_t i = 0; f->buf && f->rc == FLY_OK && i < n; i++)
+      memcpy(f->s->code + (size_t)(N - 1 - (r0 + i)) * B, out + (size_t)i * B, B);
   }
-  free(slot);
+  free(out);
   fly_pages_close(dp);
   fly_db_close(db);
   return NULL;
@@ -83,8 +85,9 @@ static void *fill_one(void *arg)
 
 /* The sketches filled by two threads in alternate ranges of pages
  * (fly_sketch_fill_rows, as flydb sample's index build fills them) equal
- * fly_sketch_build's byte for byte, in the slots given; a filler on pages
- * of another shape, or of a range that is not whole pages, is refused. */
+ * fly_sketch_build's byte for byte, by row and through a buffer; a filler
+ * on pages of another shape, or of a range that is not whole pages, is
+ * refused. */
 static void check_parallel(const char *label, fly_db *db, int64_t ds, int64_t other,
                            const fly_model *m, const fly_sketch *one)
 {
@@ -97,7 +100,7 @@ static void check_parallel(const char *label, fly_db *db, int64_t ds, int64_t ot
   if( rc == FLY_OK ) rc = fly_sketch_init(fly_pages_info_of(dp), m, one->L, &two, &err);
   if( !TAP_OK(rc == FLY_OK && two.n_pages > 16, "%s: sketches allocated for a parallel "
               "fill (%s)", label, err.msg) ) goto out;
-  for(int rev = 0; rev < 2; rev++){
+  for(int rev = 0; rev < 2; rev++){    /* rev: through buffers, to reversed slots */
     filler f[2] = { { ds, 0, 3, rev, &two, FLY_OK, {0} }, { ds, 3, 3, rev, &two, FLY_OK, {0} } };
     int started[2] = { 0, 0 }, same = 1;
     memset(two.code, 0, (size_t)one->N * B);
@@ -111,7 +114,7 @@ static void check_parallel(const char *label, fly_db *db, int64_t ds, int64_t ot
       same = !memcmp(two.code + (size_t)(rev ? one->N - 1 - n : n) * B, one->code + n * B, B);
     TAP_OK(f[0].rc == FLY_OK && f[1].rc == FLY_OK && same && two.n_none == one->n_none,
            "%s: two threads fill the same %lld x %zu bytes as one scan, %s (%lld pages; "
-           "%s %s)", label, (long long)one->N, B, rev ? "in the slots given" : "by row",
+           "%s %s)", label, (long long)one->N, B, rev ? "through a buffer" : "by row",
            (long long)two.n_pages, f[0].err.msg, f[1].err.msg);
   }
   rc = fly_sketch_fill_rows(dp, &two, two.page_rows / 2, two.page_rows, NULL, &err);
