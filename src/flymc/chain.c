@@ -430,7 +430,7 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
 }
 
 /* Append a candidate: its id (a row; gibbs first stores its position in
- * the bucket index's position), its proposal probability and bucket. */
+ * the bucket index), its proposal probability and bucket. */
 static fly_rc add_cand(fly_chain *c, size_t *k, int64_t id, double pbar,
                        size_t bucket, fly_err *err)
 {
@@ -743,7 +743,7 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
                       cfg->sketch->code != fly_buckets_tail(cfg->buckets, 0) ||
                       cfg->sketch->stride != cfg->buckets->stride) ){
     rc = fly_fail(err, FLY_MISUSE, "the sketch's codes are not placed in the bucket "
-                  "index (fly_sketch_init_placed)");
+                  "index (fly_index_build)");
     goto done;
   }
   if( cfg->sketch && (rc = fly_sketch_at_init(cfg->sketch, &c->skat, err)) ) goto done;
