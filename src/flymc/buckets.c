@@ -18,9 +18,10 @@
  * chunk the position where its rows of each bucket begin (the rows of the
  * chunks before it come first).  The second places each chunk's rows from
  * there in row order (a counting sort), each record written whole: row
- * id, xi and the tail the caller made for the row (one random write a
- * row into an index of GBs, not one for the head and one for the tail).  About CHUNKS chunks whatever N, so
- * the lists are O(buckets) a chunk and nothing is kept a row.
+ * id, xi and the tail the caller made for the row (one random write a row
+ * into an index of GBs, not one for the head and one for the tail).  About
+ * CHUNKS chunks whatever N, so the lists are O(buckets) a chunk and nothing
+ * is kept a row.
  */
 #include "flymc/buckets.h"
 
@@ -223,9 +224,7 @@ static fly_rc scan(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
         if( w->fine[f]++ == 0 ) w->touched[w->ntouched++] = (uint32_t)f;
         continue;
       }
-      int64_t g = grid(k);
-      size_t f = fine_level(g);
-      int64_t bi = p->cell[coarse_of(p, f, bin_of(p, v))];
+      int64_t bi = p->cell[coarse_of(p, fine_level(grid(k)), bin_of(p, v))];
       if( bi < 0 || w->fill[bi] >= w->lim[bi] )   /* not the rows first counted */
         return fly_fail(err, FLY_CORRUPT, "bound page %lld changed between the scans "
                         "of the bucket index", (long long)pg);
