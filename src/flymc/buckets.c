@@ -204,13 +204,9 @@ static fly_rc scan(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int64_t c,
     return fly_fail(err, FLY_NOMEM, "bound page of %lld rows", (long long)in->page_rows);
   for(int64_t pg = r0 / in->page_rows; pg * in->page_rows < r1; pg++){
     int64_t first = pg * in->page_rows, row;
-    int64_t want = b->N - first < in->page_rows ? b->N - first : in->page_rows;
-    size_t n = 0;
+    size_t n = 0;     /* page_rows, or the rest in the last page: fly_pages_open checks */
     fly_rc rc = fly_pages_read_page(bnd, pg, w->page, &n, err);
     if( rc ) return rc;
-    if( (int64_t)n != want )
-      return fly_fail(err, FLY_CORRUPT, "bound page %lld holds %zu rows, %lld expected",
-                      (long long)pg, n, (long long)want);
     for(row = first > r0 ? first : r0; row < first + (int64_t)n && row < r1; row++){
       const double *br = w->page + (size_t)(row - first) * W;
       double k = br[p->col];
@@ -426,23 +422,19 @@ fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *co
   return FLY_OK;
 }
 
-fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
-                         fly_buckets *b, fly_err *err)
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                         fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(bnd);
   fly_buckets_ws *w = NULL;
-  uint8_t *zero = NULL;
-  fly_rc rc = fly_buckets_init(in, m, tail, in->page_rows > 0 ? in->page_rows : 1, b, err);
-  if( rc == FLY_OK && tail && !(zero = fly_alloc_array((size_t)b->chunk_rows, tail)) )
-    rc = fly_fail(err, FLY_NOMEM, "record tails of a chunk");
+  fly_rc rc = fly_buckets_init(in, m, 0, in->page_rows > 0 ? in->page_rows : 1, b, err);
   if( rc == FLY_OK ) rc = fly_buckets_ws_new(b, &w, err);
   for(int64_t c = 0; rc == FLY_OK && c < b->n_chunks; c++) rc = fly_buckets_count(bnd, b, w, c, err);
   if( rc == FLY_OK ) rc = fly_buckets_layout(b, err);
   for(int64_t c = 0; rc == FLY_OK && c < b->n_chunks; c++)
-    rc = fly_buckets_place(bnd, b, w, c, zero, err);
+    rc = fly_buckets_place(bnd, b, w, c, NULL, err);
   if( rc == FLY_OK ) rc = fly_buckets_finish(b, m, &w, 1, err);
   fly_buckets_ws_free(w);
-  fly_free(zero);
   if( rc ) fly_buckets_free(b);
   return rc;
 }

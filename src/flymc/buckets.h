@@ -76,12 +76,11 @@ static inline void fly_buckets_prefetch(const fly_buckets *b, int64_t pos)
 /* Read every row's key and xi (bound row layout of tune.h: the model's
  * n_xi values, then the key) by a sequential scan of the bound pages, keep
  * the xi, and group the rows; when the model has gap_upper_box the buckets
- * are split by |xi| (the first value) too.  Each record gets `tail` bytes
- * for the caller.  FLY_NUMERIC if a key is negative or not finite (bounds
- * not MAP-tuned).  fly_buckets_build leaves the tails zero and frees b on
- * failure. */
-fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, size_t tail,
-                         fly_buckets *b, fly_err *err);
+ * are split by |xi| (the first value) too.  One thread, records without
+ * tails.  FLY_NUMERIC if a key is negative or not finite (bounds not
+ * MAP-tuned).  fly_buckets_build frees b on failure. */
+fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
+                         fly_err *err);
 
 /* The same in parts, for several threads (flymc/index.h), each with a
  * workspace and a handle of its own on the bound pages:

@@ -236,15 +236,9 @@ fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_
     goto done;
   }
   for(int64_t pg = row0 / pr; pg * pr < row0 + n_rows; pg++){
-    size_t n = 0;
+    size_t n = 0;     /* page_rows, or the rest in the last page: fly_pages_open checks */
     int64_t row = pg * pr;
-    int64_t want = s->N - row < pr ? s->N - row : pr;
     if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
-    if( (int64_t)n != want ){
-      rc = fly_fail(err, FLY_CORRUPT, "sketch: page %lld holds %zu rows, %lld "
-                    "expected", (long long)pg, n, (long long)want);
-      goto done;
-    }
     for(size_t i = 0; i < n; i++)
       memcpy(Y + i * D, page + i * W, D * sizeof *Y);
     /* Y = X_D L^-T: row i is L^-1 x_i */
@@ -337,7 +331,7 @@ static const double sval[32] = {
   -16, -15, -14, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1
 };
 
-/* Row's code as two words (lo: bytes 0..7, hi: bytes 7..14; coordinate
+/* Slot's code as two words (lo: bytes 0..7, hi: bytes 7..14; coordinate
  * j < 12 at bit 5j of lo, j >= 12 at bit 5j - 56 of hi) with its scale
  * and error norm; 0 if the row has no sketch. */
 static int read_code(const fly_sketch *s, int64_t slot, uint64_t *lo, uint64_t *hi,

@@ -74,7 +74,7 @@ static inline fly_rc fx_buckets(fly_db *db, int64_t bs, const fly_model *m,
 {
   fly_pages *bp = NULL;
   fly_rc rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, 0, bk, err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, bk, err);
   fly_pages_close(bp);
   return rc;
 }

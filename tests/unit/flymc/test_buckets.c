@@ -227,7 +227,7 @@ int main(void)
   {
     fly_buckets one = {0};
     rc = fly_pages_open(db, FLY_TABLE_BOUND, 1, 0, &bp, &err);
-    if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, 7, &one, &err);
+    if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, &one, &err);
     int same = rc == FLY_OK && one.nb == b.nb &&
                !memcmp(one.start, b.start, (b.nb + 1) * sizeof *b.start) &&
                !memcmp(one.key, b.key, b.nb * sizeof *b.key) &&
@@ -251,7 +251,7 @@ int main(void)
   key[12345] = -1;
   rc = write_bounds(db, ds, 2, "fixed") ? FLY_OK : FLY_IO;
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, 2, 0, &bp, &err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, 0, &b, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, &m, &b, &err);
   TAP_OK(rc == FLY_NUMERIC && strstr(err.msg, "row 12346 has gap key -1"),
          "a negative key is refused, naming its row (%s)", err.msg);
   fly_pages_close(bp);

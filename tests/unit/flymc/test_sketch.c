@@ -191,7 +191,7 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
   rc = fly_tune_get(db, ds, m, &o, &id, &err);
   if( rc == FLY_OK ) rc = fly_bounds_load(db, id, m, &bd, &err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, id, 0, &bp, &err);
-  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, 0, &bk, &err);
+  if( rc == FLY_OK ) rc = fly_buckets_build(bp, m, &bk, &err);
   if( rc == FLY_OK ) rc = fx_sketch(db, ds, m, bd->chol_key, &sk, &err);
   fly_sketch_at at = {0};
   if( rc == FLY_OK ) rc = fly_sketch_at_init(&sk, &at, &err);
