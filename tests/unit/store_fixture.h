@@ -62,6 +62,16 @@ done:
   return ok;
 }
 
+/* Create a fresh database /tmp/flydb_test_<tag>_<pid>.db for a test: its
+ * path goes into path (n bytes), any old file of that name is removed. */
+static inline fly_rc fx_create_db(const char *tag, char *path, size_t n, fly_db **db,
+                                  fly_err *err)
+{
+  snprintf(path, n, "/tmp/flydb_test_%s_%d.db", tag, (int)getpid());
+  unlink(path);
+  return fly_db_open(path, FLY_DB_CREATE, db, err);
+}
+
 /* Remove a test's database file and its WAL companions. */
 static inline void fx_unlink_db(const char *path)
 {

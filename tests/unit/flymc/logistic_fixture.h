@@ -16,6 +16,7 @@
 #include "flymc/sketch.h"
 #include "models/model.h"
 #include "store/pages.h"
+#include "tune/tune.h"
 #include "util/rng.h"
 
 /* Fill X (n rows of D + 1 values) from RNG stream 0 of seed and store it as
@@ -66,6 +67,37 @@ static inline int fx_softmax_class(fly_rng *rng, const double *sc, int K)
     if( v > best ){ best = v; y = k; }
   }
   return y;
+}
+
+/* Fill X (n rows of D + 1 values) from RNG stream 1 of seed with softmax
+ * rows of 3 classes: [1, D-1 standard normals, class], class scores 0 and
+ * x'beta_k for k = 1, 2, beta_k[j] = beta[(j + k) mod D]. */
+static inline void fx_softmax_rows(double *X, size_t n, size_t D, const double *beta,
+                                   uint64_t seed)
+{
+  fly_rng r;
+  fly_rng_seed(&r, seed, 1);
+  for(size_t i = 0; i < n; i++){
+    double *x = X + i * (D + 1), sc[3] = { 0, 0, 0 };
+    x[0] = 1;
+    for(size_t j = 1; j < D; j++) x[j] = fly_rng_normal(&r);
+    for(int k = 1; k < 3; k++)
+      for(size_t j = 0; j < D; j++) sc[k] += x[j] * beta[(j + (size_t)k) % D];
+    x[D] = fx_softmax_class(&r, sc, 3);
+  }
+}
+
+/* The MAP-tuned bound set of data set ds for model m (built if there is
+ * none): its id in *bs and the bounds loaded into *bd. */
+static inline fly_rc fx_map_bounds(fly_db *db, int64_t ds, const fly_model *m,
+                                   int64_t *bs, fly_bounds **bd, fly_err *err)
+{
+  fly_tune_opts o;
+  fly_tune_opts_default(&o);
+  o.tuning = "map";
+  fly_rc rc = fly_tune_get(db, ds, m, &o, bs, err);
+  if( rc == FLY_OK ) rc = fly_bounds_load(db, *bs, m, bd, err);
+  return rc;
 }
 
 /* The thinning buckets of bound set bs of model m. */

@@ -104,9 +104,7 @@ int main(void)
   int64_t ds = 0;
   fly_rc rc;
 
-  snprintf(path, sizeof path, "/tmp/flydb_test_buckets_%d.db", (int)getpid());
-  unlink(path);
-  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  rc = fx_create_db("buckets", path, sizeof path, &db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
 
   fly_rng_seed(&rng, 77, 0);

@@ -108,12 +108,8 @@ static long run(fly_chain_cfg *cfg, uint64_t seed, const char *name)
 static fly_rc prepare(fly_db *db, int64_t ds, const fly_model *m, fly_bounds **bd,
                       fly_buckets *bk, fly_sketch *sk, fly_err *err)
 {
-  fly_tune_opts o;
   int64_t bs = -1;
-  fly_tune_opts_default(&o);
-  o.tuning = "map";
-  fly_rc rc = fly_tune_get(db, ds, m, &o, &bs, err);
-  if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, m, bd, err);
+  fly_rc rc = fx_map_bounds(db, ds, m, &bs, bd, err);
   if( rc == FLY_OK ) rc = fx_index(db, bs, ds, m, (*bd)->chol_key, bk, sk, err);
   return rc;
 }
@@ -134,9 +130,7 @@ int main(void)
 
   printf("# seed %u, N = %d, D = %d, %d warm-up + %d counted iterations\n",
          SEED, N_ROWS, D_FEAT, WARM, COUNT);
-  snprintf(path, sizeof path, "/tmp/flydb_test_noalloc_%d.db", (int)getpid());
-  unlink(path);
-  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  rc = fx_create_db("noalloc", path, sizeof path, &db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
   if( !TAP_OK(fx_logistic_store(db, "a", X, N_ROWS, D_FEAT, beta, SEED, PAGE_ROWS, &ds),
               "store of %d rows", N_ROWS) ) goto out;
@@ -186,17 +180,8 @@ int main(void)
     fly_bounds *bds = NULL;
     fly_buckets bks = {0};
     fly_sketch sks = {0};
-    fly_rng r;
     int64_t dss = 0;
-    fly_rng_seed(&r, SEED, 1);
-    for(size_t n = 0; n < N_ROWS; n++){
-      double *x = Xs + n * Ws, sc[3] = { 0, 0, 0 };
-      x[0] = 1;
-      for(size_t j = 1; j < D_FEAT; j++) x[j] = fly_rng_normal(&r);
-      for(int k = 1; k < 3; k++)
-        for(size_t j = 0; j < D_FEAT; j++) sc[k] += x[j] * beta[(j + (size_t)k) % D_FEAT];
-      x[D_FEAT] = fx_softmax_class(&r, sc, 3);
-    }
+    fx_softmax_rows(Xs, N_ROWS, D_FEAT, beta, SEED);
     fx_model(&ms, &fly_model_softmax, D_FEAT, 3, 2.5);
     rc = fx_store_rows(db, "s", Xs, N_ROWS, Ws, PAGE_ROWS, &dss) ? FLY_OK : FLY_SQL;
     if( rc == FLY_OK ) rc = prepare(db, dss, &ms, &bds, &bks, &sks, &err);

@@ -344,9 +344,7 @@ int main(void)
   int64_t ds = 0, dsr = 0, dss = 0, dsp = 0;
   fly_rc rc;
 
-  snprintf(path, sizeof path, "/tmp/flydb_test_sketch_%d.db", (int)getpid());
-  unlink(path);
-  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  rc = fx_create_db("sketch", path, sizeof path, &db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
 
   /* logistic rows, and the same features with a Student-t (nu = 4) target

@@ -70,9 +70,7 @@ int main(void)
   fly_rc rc;
 
   printf("# seed %u\n", SEED);
-  snprintf(path, sizeof path, "/tmp/flydb_test_target_%d.db", (int)getpid());
-  unlink(path);
-  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  rc = fx_create_db("target", path, sizeof path, &db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
   if( !TAP_OK(fx_logistic_store(db, "t", X, N_ROWS, D_FEAT, beta, SEED, PAGE_ROWS, &ds),
               "store of %d rows", N_ROWS) ) goto out;

@@ -401,9 +401,7 @@ int main(void)
   fly_rc rc;
 
   printf("# seed %u, N = %d, K = %d z steps after %d\n", SEED, N_ROWS, K_STEPS, BURN);
-  snprintf(path, sizeof path, "/tmp/flydb_test_zupdate_%d.db", (int)getpid());
-  unlink(path);
-  rc = fly_db_open(path, FLY_DB_CREATE, &cx.db, &err);
+  rc = fx_create_db("zupdate", path, sizeof path, &cx.db, &err);
   if( !TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg) ) return tap_done();
   cx.X = X;
   if( !TAP_OK(make_data(cx.db, X, &cx.ds), "store of %d rows", N_ROWS) ) goto out;

@@ -745,9 +745,7 @@ static void test_tune(void)
   char mopts[256];
 
   m.tcol = D;
-  snprintf(path, sizeof path, "/tmp/flydb_test_robust_%d.db", (int)getpid());
-  unlink(path);
-  fly_rc rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  fly_rc rc = fx_create_db("robust", path, sizeof path, &db, &err);
   TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg);
   if( rc ) goto done;
   int64_t ds = make_store(db, N, D, X);

@@ -854,9 +854,7 @@ static void test_tune(void)
   fly_db *db = NULL;
   fly_err err = { 0 };
   sdata d;
-  snprintf(path, sizeof path, "/tmp/flydb_test_softmax_%d.db", (int)getpid());
-  unlink(path);
-  fly_rc rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  fly_rc rc = fx_create_db("softmax", path, sizeof path, &db, &err);
   TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg);
   if( rc ) return;
   if( !TAP_OK(make_store(db, "three", 1537, K, D, 31, &d),

@@ -401,9 +401,7 @@ int main(void)
   fly_rc rc;
   data d, dn, dt;
 
-  snprintf(path, sizeof path, "/tmp/flydb_test_tune_%d.db", (int)getpid());
-  unlink(path);
-  rc = fly_db_open(path, FLY_DB_CREATE, &db, &err);
+  rc = fx_create_db("tune", path, sizeof path, &db, &err);
   TAP_OK(rc == FLY_OK, "create %s (%s)", path, err.msg);
   if( rc ) return tap_done();
   TAP_OK(make_data(db, "synth", 2537, 4, 11, 1.0, 0, &d),
