@@ -178,7 +178,9 @@ static fly_opt sample_opts_tmpl[] = {
                            "width); adapted during warm-up", 0, 0 },
   { "init", FLY_OPT_VALUE, "laplace (default: a draw around the MAP) | map", 0, 0 },
   { "cache-mb", FLY_OPT_VALUE, "decoded-page cache per chain in MiB (default: a quarter "
-                               "of RAM shared by the chains, at least 256)", 0, 0 },
+                               "of RAM shared by the chains, at least 256); gibbs scans "
+                               "also keep every row's bound coefficients in it when they "
+                               "fit half of what the data pages leave", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
   { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 15 bytes a row that bound each row's "

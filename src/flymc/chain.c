@@ -43,7 +43,9 @@
  *    reads differ (and, in batches of other sizes, BLAS's last bits).
  *    Exact Gibbs for every row at every iteration.  When the
  *    expected number of candidates exceeds scan_frac N, a sequential scan
- *    is cheaper: every dark row is read and drawn exactly.
+ *    is cheaper: every dark row is read and drawn exactly (with every
+ *    row's bound coefficients kept from the first scan, where they fit
+ *    the cache).
  *
  * Regular mode: log p(theta | x) over all rows, from an in-memory block
  * (or page by page), through the same kernel.
@@ -105,6 +107,8 @@ struct fly_chain {
   float     *cxi;
   size_t     c_cap;
   double    *pbar;            /* gibbs: thinning probability of each bucket */
+  double    *scoef;           /* gibbs scans: every row's bound coefficients, or NULL */
+  int        scoef_ready;     /* scoef filled by a complete scan */
   fly_sketch_at skat;         /* gibbs with a sketch: th - th_map in its coordinates */
   /* counters of the current iteration */
   int64_t    n_lik, n_reads, n_cand, n_viol;
@@ -410,7 +414,15 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
     for(size_t i = 0; i < n; i++)
       for(size_t j = 0; j < c->nxi; j++)
         c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
-    c->m->type->eval(c->m, c->th, X, c->W, c->cxi, n, c->logL, c->logB, c->work);
+    if( c->scoef ){
+      /* the coefficients the model's eval would compute (model.h: the
+       * same bits), computed by the first complete scan only */
+      double *cf = c->scoef + (size_t)row0 * c->nc;
+      if( !c->scoef_ready ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
+      c->m->type->eval_coef(c->m, c->th, X, c->W, cf, n, c->logL, c->logB, c->work);
+    }else{
+      c->m->type->eval(c->m, c->th, X, c->W, c->cxi, n, c->logL, c->logB, c->work);
+    }
     c->n_lik += (int64_t)n;    /* the whole page was evaluated and read */
     c->n_reads += (int64_t)n;
     /* p(bright) = 1 - exp(-gap) = -expm1(logB - logL): one vector pass
@@ -425,6 +437,7 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
                            c->logL[i] - c->logB[i], err)) ) return rc;
     }
   }
+  c->scoef_ready = c->scoef != NULL;
   bright_gibbs(c, B_old);
   return FLY_OK;
 }
@@ -714,6 +727,22 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
                   * (double)sizeof(double);
       bshare = (double)cfg->cache_bytes > need ? cfg->cache_bytes - (size_t)need : 0;
     }
+    /* A scan evaluates every row's bound, and a row's bound coefficients
+     * (model.h: coef) depend on its xi and its row only; computing them
+     * afresh (two transcendentals a row for logistic) was a fifth of a
+     * scan on the Fashion pair.  So gibbs keeps them, filled by the first
+     * scan, where they fit half of that room; the bound pages get the
+     * rest.  calloc: a chain that never scans never touches them. */
+    if( cfg->z == FLY_Z_GIBBS && c->nc &&
+        (double)cfg->N * (double)(c->nc * sizeof(double)) <= 0.5 * (double)bshare ){
+      c->scoef = fly_alloc_array((size_t)cfg->N * c->nc, sizeof *c->scoef);
+      if( !c->scoef ){
+        rc = fly_fail(err, FLY_NOMEM, "bound coefficients of %lld rows",
+                      (long long)cfg->N);
+        goto done;
+      }
+      bshare -= (size_t)cfg->N * c->nc * sizeof *c->scoef;
+    }
     if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id, bshare,
                              &c->bnd, err)) ) goto done;
     fly_pages_set_prof(c->bnd, &c->prof);
@@ -813,11 +842,14 @@ void fly_chain_close(fly_chain *c)
   fly_sketch_at_free(&c->skat);
   fly_free(c->cxi);
   fly_free(c->tcoef);
+  fly_free(c->scoef);
   fly_free(c->pbar);
   fly_free(c);
 }
 
 const double *fly_chain_theta(const fly_chain *c) { return c->th; }
+
+int fly_chain_keeps_coef(const fly_chain *c) { return c->scoef != NULL; }
 struct fly_target *fly_chain_target(fly_chain *c) { return &c->tgt; }
 size_t fly_chain_dim(const fly_chain *c) { return c->P; }
 

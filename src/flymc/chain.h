@@ -108,6 +108,9 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err);
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
 
 const double *fly_chain_theta(const fly_chain *c);
+/* Whether gibbs scans keep every row's bound coefficients (computed by the
+ * first scan; kept when they fit half the cache the data pages leave). */
+int           fly_chain_keeps_coef(const fly_chain *c);
 /* The log density the theta kernel sees (FlyMC: log p(theta | z) with the
  * current z; regular: the log posterior), with its gradient.  Borrowed,
  * valid while the chain is open. */
