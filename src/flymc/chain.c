@@ -388,6 +388,14 @@ static void bright_gibbs(fly_chain *c, int64_t B_old)
   }
 }
 
+/* cxi of rows i0 .. i0 + n of a bound page Bd (f32, as stored). */
+static void xi_rows(fly_chain *c, const double *Bd, size_t i0, size_t n)
+{
+  for(size_t i = i0; i < i0 + n; i++)
+    for(size_t j = 0; j < c->nxi; j++)
+      c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
+}
+
 /* Exact Gibbs for every row dark at the start, by a sequential scan.  The
  * rows' xi come from the bound pages: the bucket index keeps them by
  * position, not row (a scan is the fallback far from the MAP, where
@@ -411,13 +419,12 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
     if( rc ) return rc;
     if( nb != n ) return fly_fail(err, FLY_CORRUPT, "page %lld: %zu data rows but "
                                   "%zu bound rows", (long long)pg, n, nb);
-    for(size_t i = 0; i < n; i++)
-      for(size_t j = 0; j < c->nxi; j++)
-        c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
-    if( c->scoef ){
+    /* with kept coefficients only the rows that turn bright need their xi */
+    double *cf = c->scoef ? c->scoef + (size_t)row0 * c->nc : NULL;
+    if( !cf || !c->scoef_ready ) xi_rows(c, Bd, 0, n);
+    if( cf ){
       /* the coefficients the model's eval would compute (model.h: the
        * same bits), computed by the first complete scan only */
-      double *cf = c->scoef + (size_t)row0 * c->nc;
       if( !c->scoef_ready ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
       c->m->type->eval_coef(c->m, c->th, X, c->W, cf, n, c->logL, c->logB, c->work);
     }else{
@@ -431,10 +438,17 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
     fly_vexpm1(c->cgap, c->cgap, n);
     for(size_t i = 0; i < n; i++){
       int64_t row = row0 + (int64_t)i;
+      double gap = c->logL[i] - c->logB[i];
       if( fly_zset_is_bright(c->br.z, row) ) continue;
-      if( fly_rng_uniform(&c->rng) < -c->cgap[i] )
-        if( (rc = brighten(c, row, X + i * c->W, c->cxi + i * c->nxi,
-                           c->logL[i] - c->logB[i], err)) ) return rc;
+      if( !(fly_rng_uniform(&c->rng) < -c->cgap[i]) ) continue;
+      if( cf ){                 /* its coefficients are kept: no second coef */
+        if( c->scoef_ready ) xi_rows(c, Bd, i, 1);
+        rc = fly_bright_add(&c->br, row, X + i * c->W, c->cxi + i * c->nxi,
+                            cf + i * c->nc, gap, err);
+      }else{
+        rc = brighten(c, row, X + i * c->W, c->cxi + i * c->nxi, gap, err);
+      }
+      if( rc ) return rc;
     }
   }
   c->scoef_ready = c->scoef != NULL;
