@@ -177,17 +177,26 @@ fly_rc fly_buckets_ws_new(const fly_buckets *b, fly_buckets_ws **out, fly_err *e
   return FLY_OK;
 }
 
+/* The per-bucket arrays of a workspace (allocated by its first place). */
+static void ws_drop_buckets(fly_buckets_ws *w)
+{
+  fly_free(w->fill);
+  fly_free(w->lim);
+  fly_free(w->key);
+  fly_free(w->xlo);
+  fly_free(w->xhi);
+  w->fill = w->lim = NULL;
+  w->key = w->xlo = w->xhi = NULL;
+  w->nb = 0;
+}
+
 void fly_buckets_ws_free(fly_buckets_ws *w)
 {
   if( !w ) return;
   fly_free(w->page);
   fly_free(w->fine);
   fly_free(w->touched);
-  fly_free(w->fill);
-  fly_free(w->lim);
-  fly_free(w->key);
-  fly_free(w->xlo);
-  fly_free(w->xhi);
+  ws_drop_buckets(w);
   fly_free(w);
 }
 
@@ -365,6 +374,7 @@ fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *w, int6
   if( !p || !p->laid || c < 0 || c >= b->n_chunks || (b->tail && !tails) )
     return fly_fail(err, FLY_MISUSE, "bucket place of chunk %lld", (long long)c);
   if( w->nb != b->nb ){
+    ws_drop_buckets(w);       /* a retry after a failed allocation */
     w->nb = b->nb;
     w->fill = fly_alloc_array(b->nb, sizeof *w->fill);
     w->lim = fly_alloc_array(b->nb, sizeof *w->lim);
