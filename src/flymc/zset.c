@@ -196,6 +196,17 @@ int fly_zset_is_bright(const fly_zset *z, int64_t n)
   return bit(z, n);
 }
 
+size_t fly_zset_dark_in(const fly_zset *z, int64_t r0, size_t n, int64_t *off)
+{
+  size_t k = 0;
+  assert(r0 >= 0 && r0 + (int64_t)n <= z->N);
+  for( size_t i = 0; i < n; i++ ){
+    off[k] = (int64_t)i;
+    k += !bit(z, r0 + (int64_t)i);     /* branch-free: most rows are dark */
+  }
+  return k;
+}
+
 void fly_zset_prefetch(const fly_zset *z, int64_t n)
 {
   __builtin_prefetch(&z->bits[(uint64_t)n >> 6]);

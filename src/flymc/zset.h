@@ -43,6 +43,9 @@ fly_rc  fly_zset_reserve(fly_zset *z, int64_t n, fly_err *err);
 int64_t fly_zset_n(const fly_zset *z);              /* N */
 int64_t fly_zset_n_bright(const fly_zset *z);       /* B */
 int     fly_zset_is_bright(const fly_zset *z, int64_t n);
+/* The dark rows of [r0, r0 + n) as offsets from r0, ascending, into off
+ * (room for n); returns their count. */
+size_t  fly_zset_dark_in(const fly_zset *z, int64_t r0, size_t n, int64_t *off);
 /* Start loading row n's bit into the CPU cache (for a batch of is_bright
  * calls on rows at random: their memory latencies then overlap). */
 void    fly_zset_prefetch(const fly_zset *z, int64_t n);

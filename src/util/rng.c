@@ -30,9 +30,8 @@ static uint64_t splitmix(uint64_t *x)
   return z ^ (z >> 31);
 }
 
-uint64_t fly_rng_u64(fly_rng *r)
+static inline uint64_t next(uint64_t *s)
 {
-  uint64_t *s = r->s;
   uint64_t res = rotl(s[0] + s[3], 23) + s[0];
   uint64_t t = s[1] << 17;
   s[2] ^= s[0];
@@ -43,6 +42,8 @@ uint64_t fly_rng_u64(fly_rng *r)
   s[3] = rotl(s[3], 45);
   return res;
 }
+
+uint64_t fly_rng_u64(fly_rng *r) { return next(r->s); }
 
 void fly_rng_jump(fly_rng *r)
 {
@@ -71,13 +72,22 @@ void fly_rng_seed(fly_rng *r, uint64_t seed, uint64_t stream)
   for( uint64_t c = 0; c < stream; c++ ) fly_rng_jump(r);
 }
 
-double fly_rng_uniform(fly_rng *r)
+/* k/2^53 with k uniform on 1..2^53-1: every value is exact, the largest
+ * is 1-2^-53 < 1.  (k+0.5)/2^53 would round to 1.0 at the top.) */
+static inline double uniform(uint64_t *s)
 {
-  /* k/2^53 with k uniform on 1..2^53-1: every value is exact, the largest
-   * is 1-2^-53 < 1.  (k+0.5)/2^53 would round to 1.0 at the top.) */
   uint64_t k;
-  do k = fly_rng_u64(r) >> 11; while( k == 0 );
+  do k = next(s) >> 11; while( k == 0 );
   return (double)k * 0x1.0p-53;
+}
+
+double fly_rng_uniform(fly_rng *r) { return uniform(r->s); }
+
+void fly_rng_uniforms(fly_rng *r, double *out, size_t n)
+{
+  uint64_t s[4] = { r->s[0], r->s[1], r->s[2], r->s[3] };  /* in registers */
+  for( size_t i = 0; i < n; i++ ) out[i] = uniform(s);
+  for( int i = 0; i < 4; i++ ) r->s[i] = s[i];
 }
 
 /* One polar (Marsaglia) draw: a point (u, v) uniform in the unit disc;

@@ -21,6 +21,9 @@ void     fly_rng_jump(fly_rng *r);
 uint64_t fly_rng_u64(fly_rng *r);
 /* Uniform on the open interval (0,1): never 0, never 1 (safe for log). */
 double   fly_rng_uniform(fly_rng *r);
+/* out[0..n) = n successive fly_rng_uniform draws (the same stream), with
+ * the state kept out of memory in between: a z step's thousands. */
+void     fly_rng_uniforms(fly_rng *r, double *out, size_t n);
 /* Standard normal (polar method, no cached second variate: state is s[] only). */
 double   fly_rng_normal(fly_rng *r);
 /* out[0..n) iid standard normal: the polar method's two variates of a draw

@@ -28,6 +28,15 @@ static int agree(const fly_zset *z, const unsigned char *naive,
     if( naive[n] ? !(p >= 0 && p < fly_zset_n_bright(z)) : p != -1 ) return 0;
   }
   if( fly_zset_n_bright(z) != B ) return 0;
+  /* dark_in over ranges that start and end inside and across words */
+  static int64_t off[200];
+  for( int64_t r0 = 0; r0 < N; r0 += 37 ){
+    size_t n = (size_t)(N - r0 < 150 ? N - r0 : 150), k = 0;
+    size_t got = fly_zset_dark_in(z, r0, n, off);
+    for( size_t i = 0; i < n; i++ )
+      if( !naive[r0 + (int64_t)i] && (k >= got || off[k++] != (int64_t)i) ) return 0;
+    if( k != got ) return 0;
+  }
   for( int64_t i = 0; i < B; i++ ){
     int64_t n = fly_zset_ith_bright(z, i);
     if( !naive[n] || fly_zset_pos(z, n) != i || mirror[i] != n ) return 0;

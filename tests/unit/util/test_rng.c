@@ -293,11 +293,31 @@ static void test_below(void)
   TAP_OK(ok, "below(2^64-1) in range");
 }
 
+/* The bulk draw is the same stream as one draw at a time, and leaves the
+ * state where they would (n = 0 included). */
+static void test_uniforms(void)
+{
+  fly_rng a, b;
+  fly_rng_seed(&a, 77, 3);
+  b = a;
+  double out[1000];
+  int same = 1;
+  for( size_t n = 0; n <= 40; n += 13 ){
+    fly_rng_uniforms(&a, out, n);
+    for( size_t i = 0; i < n; i++ ) same &= out[i] == fly_rng_uniform(&b);
+  }
+  fly_rng_uniforms(&a, out, 1000);
+  for( size_t i = 0; i < 1000; i++ ) same &= out[i] == fly_rng_uniform(&b);
+  same &= memcmp(&a, &b, sizeof a) == 0 && fly_rng_u64(&a) == fly_rng_u64(&b);
+  TAP_OK(same, "fly_rng_uniforms gives fly_rng_uniform's stream and state");
+}
+
 int main(void)
 {
   test_known();
   test_roundtrip();
   test_uniform();
+  test_uniforms();
   test_normal();
   test_normals();
   test_bernoulli();
