@@ -45,7 +45,9 @@
  *    expected number of candidates exceeds scan_frac N, a sequential scan
  *    is cheaper: every dark row is read and drawn exactly (with every
  *    row's bound coefficients kept from the first scan, where they fit
- *    the cache).
+ *    the cache; then a model's screen, model.h: scan_upper, bounds each
+ *    row's p from its linear predictor without a transcendental, and only
+ *    rows whose uniform falls below that bound get their likelihood).
  *
  * Regular mode: log p(theta | x) over all rows, from an in-memory block
  * (or page by page), through the same kernel.
@@ -112,6 +114,8 @@ struct fly_chain {
   fly_sketch_at skat;         /* gibbs with a sketch: th - th_map in its coordinates */
   /* counters of the current iteration */
   int64_t    n_lik, n_reads, n_cand, n_viol;
+  int64_t    n_screened, n_survived;  /* scans' dark rows a screen ruled out /
+                                       let through (all iterations) */
   int        scanned;
   fly_prof   prof;            /* exclusive times (fly_chain_prof); off by default */
 };
@@ -396,6 +400,46 @@ static void xi_rows(fly_chain *c, const double *Bd, size_t i0, size_t n)
       c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
 }
 
+/* The dark rows of one page of a scan, with kept coefficients cf and the
+ * model's screen (model.h: scan_upper): each dark row draws its u in row
+ * order as the unscreened scan does, and only rows with u < ub (a few
+ * times the bright ones) get log L, log B and p, the same bits as
+ * eval_coef's; the others would fail u < p <= ub anyway. */
+static fly_rc scan_screened(fly_chain *c, const double *X, const double *Bd,
+                            const double *cf, int64_t row0, size_t n,
+                            fly_err *err)
+{
+  const fly_model *m = c->m;
+  size_t k = 0, dark = 0;
+  m->type->scan_upper(m, c->th, X, c->W, cf, n, c->cpbar, c->work);
+  /* the dark rows, then their uniforms in one call (the same stream as one
+   * draw a row), then the survivors */
+  dark = fly_zset_dark_in(c->br.z, row0, n, c->cid);
+  fly_rng_uniforms(&c->rng, c->cu, dark);
+  for(size_t j = 0; j < dark; j++){
+    double u = c->cu[j];
+    int64_t i = c->cid[j];
+    if( !(u < c->cpbar[i]) ) continue;
+    c->cid[k] = i;                /* k <= j: not read again */
+    c->cu[k++] = u;
+  }
+  c->n_survived += (int64_t)k;
+  c->n_screened += (int64_t)(dark - k);
+  m->type->scan_finish(m, cf, c->work, c->cid, k, c->logL, c->logB);
+  for(size_t j = 0; j < k; j++) c->cgap[j] = c->logB[j] - c->logL[j];
+  fly_vexpm1(c->cgap, c->cgap, k);
+  for(size_t j = 0; j < k; j++){
+    size_t i = (size_t)c->cid[j];
+    if( !(c->cu[j] < -c->cgap[j]) ) continue;
+    if( c->scoef_ready ) xi_rows(c, Bd, i, 1);
+    fly_rc rc = fly_bright_add(&c->br, row0 + (int64_t)i, X + i * c->W,
+                               c->cxi + i * c->nxi, cf + i * c->nc,
+                               c->logL[j] - c->logB[j], err);
+    if( rc ) return rc;
+  }
+  return FLY_OK;
+}
+
 /* Exact Gibbs for every row dark at the start, by a sequential scan.  The
  * rows' xi come from the bound pages: the bucket index keeps them by
  * position, not row (a scan is the fallback far from the MAP, where
@@ -422,10 +466,16 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
     /* with kept coefficients only the rows that turn bright need their xi */
     double *cf = c->scoef ? c->scoef + (size_t)row0 * c->nc : NULL;
     if( !cf || !c->scoef_ready ) xi_rows(c, Bd, 0, n);
+    if( cf && !c->scoef_ready ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
+    if( cf && c->m->type->scan_upper ){
+      c->n_lik += (int64_t)n;  /* every row's linear predictor, as below */
+      c->n_reads += (int64_t)n;
+      if( (rc = scan_screened(c, X, Bd, cf, row0, n, err)) ) return rc;
+      continue;
+    }
     if( cf ){
       /* the coefficients the model's eval would compute (model.h: the
        * same bits), computed by the first complete scan only */
-      if( !c->scoef_ready ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
       c->m->type->eval_coef(c->m, c->th, X, c->W, cf, n, c->logL, c->logB, c->work);
     }else{
       c->m->type->eval(c->m, c->th, X, c->W, c->cxi, n, c->logL, c->logB, c->work);
@@ -864,6 +914,11 @@ void fly_chain_close(fly_chain *c)
 const double *fly_chain_theta(const fly_chain *c) { return c->th; }
 
 int fly_chain_keeps_coef(const fly_chain *c) { return c->scoef != NULL; }
+void fly_chain_screen_counts(const fly_chain *c, int64_t *ruled_out, int64_t *evaluated)
+{
+  *ruled_out = c->n_screened;
+  *evaluated = c->n_survived;
+}
 struct fly_target *fly_chain_target(fly_chain *c) { return &c->tgt; }
 size_t fly_chain_dim(const fly_chain *c) { return c->P; }
 

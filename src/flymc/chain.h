@@ -111,6 +111,11 @@ const double *fly_chain_theta(const fly_chain *c);
 /* Whether gibbs scans keep every row's bound coefficients (computed by the
  * first scan; kept when they fit half the cache the data pages leave). */
 int           fly_chain_keeps_coef(const fly_chain *c);
+/* Dark rows of gibbs scans that the model's screen (model.h: scan_upper)
+ * ruled out without evaluating their likelihood, and those it let through
+ * to be evaluated, over all iterations. */
+void          fly_chain_screen_counts(const fly_chain *c, int64_t *ruled_out,
+                                      int64_t *evaluated);
 /* The log density the theta kernel sees (FlyMC: log p(theta | z) with the
  * current z; regular: the log posterior), with its gradient.  Borrowed,
  * valid while the chain is open. */

@@ -83,7 +83,7 @@
  *
  * Costs: eval/grad/xi_at one dgemv over the block (n D) plus O(n);
  * neg_hess and moments_add one dsyrk (n D^2); bound_sum O(D^2).  Nothing
- * allocates; work_len(m, n) = n D + 3n + D^2 doubles.
+ * allocates; work_len(m, n) = n D + 4n + D^2 doubles.
  */
 #include "model.h"
 
@@ -101,7 +101,7 @@ static size_t n_xi(const fly_model *m) { (void)m; return 1; }
 
 static size_t work_len(const fly_model *m, size_t n)
 {
-  return n * m->D + 3 * n + m->D * m->D;
+  return n * m->D + 4 * n + m->D * m->D;
 }
 
 static double softplus(double x)
@@ -204,8 +204,9 @@ static fly_rc check_target(const fly_model *m, double y, int64_t row,
                   (long long)row + 1, y);
 }
 
-/* Bound coefficients: (a, c) of each row (see jj). */
-static size_t n_coef(const fly_model *m) { (void)m; return 2; }
+/* Bound coefficients: (a, c, xi) of each row (see jj; xi for scan_upper). */
+#define NC 3
+static size_t n_coef(const fly_model *m) { (void)m; return NC; }
 
 #define JJ_CHUNK 64     /* rows of coefficients per pair of vector calls */
 
@@ -220,9 +221,19 @@ static void coef(const fly_model *m, const double *X, size_t ldx,
     size_t k = n - o < JJ_CHUNK ? n - o : JJ_CHUNK;
     for( size_t j = 0; j < k; j++ ) em[j] = x[j] = xi_of(xi[o + j]);
     jj_parts(em, lp, k);
-    for( size_t j = 0; j < k; j++ )
-      jj_finish(x[j], em[j], lp[j], &cf[2 * (o + j)], &cf[2 * (o + j) + 1], NULL);
+    for( size_t j = 0; j < k; j++ ){
+      double *r = cf + NC * (o + j);
+      jj_finish(x[j], em[j], lp[j], &r[0], &r[1], NULL);
+      r[2] = x[j];
+    }
   }
+}
+
+/* log B = a s^2 + s/2 + c from a row's coefficients: one expression for
+ * eval_coef and scan_finish, so both give the same bits. */
+static inline double jj_logB(const double *r, double s)
+{
+  return r[0] * s * s + 0.5 * s + r[1];
 }
 
 static void eval_coef(const fly_model *m, const double *th, const double *X,
@@ -234,10 +245,46 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
   for( size_t i = 0; i < n; i++ ) work[i] *= tsign(X, ldx, m->tcol, i);
   fly_vlogsig(work, logL, n);
   if( logB )
-    for( size_t i = 0; i < n; i++ ){
-      double s = work[i];
-      logB[i] = cf[2 * i] * s * s + 0.5 * s + cf[2 * i + 1];
-    }
+    for( size_t i = 0; i < n; i++ ) logB[i] = jj_logB(cf + NC * i, work[i]);
+}
+
+/* Screen of a gibbs scan (model.h: scan_upper).  log sigma(s) - s/2 =
+ * -l(s), l(s) = log(2 cosh(s/2)) even and convex with l'(xi) =
+ * tanh(xi/2)/2 = 2|a| xi, and c = |a| xi^2 - l(xi) - eps (jj), so the
+ * tangent l(s) >= l(xi) + 2|a| xi (|s| - xi) gives
+ *   gap(s) = |a| s^2 - c - l(s) <= |a| (|s| - xi)^2 + eps,
+ * and p = 1 - exp(-gap) <= gap.  What eval_coef computes differs from these
+ * exact values by rounding: a few ulps of a and c (from em and lp), of
+ * log sigma (of size |s| + 1) and of the sum's terms (|a| s^2, |s|/2, |c|),
+ * and a few ulps of p relative.  The slack below is 1e-9 relative and
+ * 1e-11 of those magnitudes plus xi (eps itself is 1e-12 of them): 10^4
+ * times any rounding.  A NaN s gives a NaN bound: u < ub fails, and eval
+ * would give p = NaN, which fails u < p alike. */
+static void scan_upper(const fly_model *m, const double *th, const double *X,
+                       size_t ldx, const double *cf, size_t n, double *ub,
+                       double *work)
+{
+  if( n == 0 ) return;
+  lin(m, th, X, ldx, n, work);
+  for( size_t i = 0; i < n; i++ ){
+    const double *r = cf + NC * i;
+    double s = work[i] *= tsign(X, ldx, m->tcol, i);
+    double as = fabs(s), a = -r[0], d = as - r[2];
+    ub[i] = (1.0 + 1e-9) * (a * d * d)
+          + 1e-11 * (1.0 + r[2] + fabs(r[1]) + a * s * s + as);
+  }
+}
+
+/* eval_coef's logL and logB of rows idx[0..k), from scan_upper's work. */
+static void scan_finish(const fly_model *m, const double *cf,
+                        const double *work, const int64_t *idx, size_t k,
+                        double *logL, double *logB)
+{
+  (void)m;
+  for( size_t j = 0; j < k; j++ ) logL[j] = work[idx[j]];
+  fly_vlogsig(logL, logL, k);     /* elementwise: the same bits in place */
+  for( size_t j = 0; j < k; j++ )
+    logB[j] = jj_logB(cf + NC * (size_t)idx[j], work[idx[j]]);
 }
 
 static void grad_coef(const fly_model *m, const double *th, const double *X,
@@ -250,7 +297,7 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
     double t = tsign(X, ldx, m->tcol, i), s = t * work[i], k = 0;
     if( wL ) k += wL[i] * sig(-s);              /* d log sigma(s)/ds */
     if( wB && wB[i] != 0 )
-      k += wB[i] * (2.0 * cf[2 * i] * s + 0.5); /* d log B/ds */
+      k += wB[i] * (2.0 * cf[NC * i] * s + 0.5); /* d log B/ds */
     work[i] = k * t;                            /* ds/dth = t x */
   }
   cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
@@ -306,7 +353,7 @@ static void moments_add(const fly_model *m, const double *X, size_t ldx,
   double csum = 0;
   coef(m, X, ldx, xi, n, cf);
   for( size_t i = 0; i < n; i++ ){
-    double a = cf[2 * i], c = cf[2 * i + 1];
+    double a = cf[NC * i], c = cf[NC * i + 1];
     csum += c;
     v[i] = 0.5 * tsign(X, ldx, m->tcol, i);
     double r = sqrt(-a);                        /* a < 0 always */
@@ -433,6 +480,8 @@ const fly_model_type fly_model_logistic = {
   .coef          = coef,
   .eval_coef     = eval_coef,
   .grad_coef     = grad_coef,
+  .scan_upper    = scan_upper,
+  .scan_finish   = scan_finish,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,

@@ -99,6 +99,22 @@ struct fly_model_type {
                       const double *wL, const double *wB, double *g,
                       double *work);
 
+  /* Optional (both NULL: none), with the coefficients: a screen for a
+   * gibbs scan, which draws u_i for every dark row and turns it bright when
+   * u_i < p_i = -expm1(logB_i - logL_i) (from eval_coef's values).
+   * scan_upper puts into work what eval_coef computes first from th and X
+   * (the rows' linear predictors, the same bits) and into ub[i] a bound
+   * ub_i >= p_i, with no transcendental function; scan_finish then gives
+   * eval_coef's logL and logB, the same bits, of the k rows idx[0..k) of
+   * that work (into logL[0..k), logB[0..k)).  So a row with u_i >= ub_i
+   * needs neither, and the scan's decisions do not change. */
+  void   (*scan_upper)(const fly_model *m, const double *th, const double *X,
+                       size_t ldx, const double *coef, size_t n, double *ub,
+                       double *work);
+  void   (*scan_finish)(const fly_model *m, const double *coef,
+                        const double *work, const int64_t *idx, size_t k,
+                        double *logL, double *logB);
+
   /* H += sum_i -hess log L_i(th)  (n_params x n_params, full, row-major). */
   void   (*neg_hess)(const fly_model *m, const double *th, const double *X,
                      size_t ldx, size_t n, double *H, double *work);

@@ -14,7 +14,11 @@
  * bit-identical and the bright counts equal, and at the end every row's z.  A kept coefficient that
  * differed from what eval computes (left unfilled, filled for other rows,
  * or refilled from the wrong page) changes gaps, and through the z draws
- * and the theta kernel the whole chain.
+ * and the theta kernel the whole chain.  With kept coefficients a model
+ * with a screen (model.h: scan_upper; logistic) evaluates only the dark
+ * rows whose u falls below the screen's bound; the chain without kept
+ * coefficients evaluates every row, so the comparison checks the screen
+ * too, and that it ruled out most dark rows.
  */
 #include <math.h>
 #include <stdio.h>
@@ -84,12 +88,14 @@ static void compare(const char *path, const char *name, int64_t ds, const fly_mo
 
   size_t P = fly_chain_dim(ch[0]);
   int first_diff = -1, scans = 0;
+  int64_t sum_bright = 0;
   for(int it = 0; it < WARM + ITERS && rc == FLY_OK; it++){
     fly_iter_stats s[2];
     for(int k = 0; k < 2 && rc == FLY_OK; k++)
       rc = fly_chain_step(ch[k], it < WARM, &s[k], &err);
     if( rc ) break;
     scans += s[0].scanned && s[1].scanned;
+    sum_bright += s[0].n_bright;
     if( memcmp(fly_chain_theta(ch[0]), fly_chain_theta(ch[1]), P * sizeof(double)) != 0
         || s[0].n_bright != s[1].n_bright || memcmp(&s[0].lp, &s[1].lp, sizeof s[0].lp) != 0 )
       if( first_diff < 0 ) first_diff = it;
@@ -101,6 +107,21 @@ static void compare(const char *path, const char *name, int64_t ds, const fly_mo
   TAP_OK(first_diff < 0, "%s: theta, log joint and bright counts bit-identical with and "
          "without kept coefficients through %d iterations (first difference: %d)", name,
          WARM + ITERS, first_diff);
+  /* with a screen (logistic) the kept chain evaluates the likelihood of
+   * few dark rows, most of them rows that stay dark (u >= p: the screen's
+   * bound is not exact), and its draws are the same; the other chain
+   * screens nothing */
+  int64_t out[2], ev[2];
+  for(int k = 0; k < 2; k++) fly_chain_screen_counts(ch[k], &out[k], &ev[k]);
+  if( m->type->scan_upper )
+    TAP_OK(out[0] > 10 * ev[0] && ev[0] > sum_bright && out[1] == 0 && ev[1] == 0,
+           "%s: the screen ruled out %lld dark rows and let %lld through (%lld bright "
+           "after the z steps; the chain without kept coefficients: %lld, %lld)",
+           name, (long long)out[0], (long long)ev[0], (long long)sum_bright,
+           (long long)out[1], (long long)ev[1]);
+  else
+    TAP_OK(out[0] == 0 && ev[0] == 0 && out[1] == 0 && ev[1] == 0,
+           "%s: no screen, no row screened", name);
   int64_t zdiff = 0, bright = 0;
   for(int64_t n = 0; n < N_ROWS; n++){
     int a = fly_chain_is_bright(ch[0], n);

@@ -701,7 +701,7 @@ static void test_coef(void)
   fly_rng_seed(&r, 21, 0);
   size_t N = 400;
   TAP_OK(m.type->coef && m.type->eval_coef && m.type->grad_coef &&
-         m.type->n_coef(&m) == 2, "logistic has bound coefficients (2 a row)");
+         m.type->n_coef(&m) == 3, "logistic has bound coefficients (3 a row)");
   double *X = data(&r, N, D, 2.0);
   float *xi = malloc(N * sizeof *xi);
   double *wL = malloc(N * sizeof *wL), *wB = malloc(N * sizeof *wB);
@@ -727,6 +727,71 @@ static void test_coef(void)
  * D = 21: there OpenBLAS's dgemv rounds a row by its place in a block. */
 static void draw_xi(fly_rng *r, float *xi) { *xi = rand_xi(r); }
 
+/* A gibbs scan's screen (model.h: scan_upper, scan_finish): ub >= the
+ * p = -expm1(logB - logL) of eval_coef's values for every row, xi regime
+ * and scale of s (1e-3 .. 1e3, and xi tight at th itself, where p is a few
+ * eps); scan_finish gives eval_coef's bits for any subset; and the screen
+ * rules out rows near their tight point (ub tiny), or it saves nothing. */
+static void test_scan_screen(void)
+{
+  enum { D = 5, N = 400 };
+  fly_model m = mk(D);
+  fly_rng r;
+  fly_rng_seed(&r, 29, 0);
+  TAP_OK(m.type->scan_upper && m.type->scan_finish, "logistic has a scan screen");
+  size_t nc = m.type->n_coef(&m), wl = m.type->work_len(&m, N);
+  float *xi = malloc(N * sizeof *xi);
+  double *cf = malloc(N * nc * sizeof *cf), *work = malloc(wl * sizeof *work);
+  double *work2 = malloc(wl * sizeof *work2), *ub = malloc(N * sizeof *ub);
+  double logL[N], logB[N], fL[N], fB[N];
+  int64_t idx[N];
+  size_t nviol = 0, nfin = 0, nnear = 0, ntight = 0, nrows = 0;
+  double worst = 0;
+  for( int rep = 0; rep < 60; rep++ ){
+    double sd = rep % 4 == 0 ? 1e-3 : rep % 4 == 1 ? 1.0 : rep % 4 == 2 ? 30.0 : 1e3;
+    double *X = data(&r, N, D, sd), th[D], lin0[N];
+    for( int j = 0; j < D; j++ ) th[j] = fly_rng_normal(&r);
+    int tight = rep % 3 == 0;     /* xi = |s| at th: the gaps are rounding */
+    if( tight ){
+      m.type->xi_at(&m, th, X, D + 2, N, lin0, work);
+      for( size_t i = 0; i < N; i++ ) xi[i] = (float)lin0[i];
+    }else{
+      for( size_t i = 0; i < N; i++ ) xi[i] = rand_xi(&r);
+    }
+    m.type->coef(&m, X, D + 2, xi, N, cf);
+    m.type->eval_coef(&m, th, X, D + 2, cf, N, logL, logB, work2);
+    m.type->scan_upper(&m, th, X, D + 2, cf, N, ub, work);
+    size_t k = 0;
+    for( size_t i = 0; i < N; i++ ){
+      double p = -expm1(logB[i] - logL[i]);
+      nrows++;
+      if( !(ub[i] >= p) ){
+        nviol++;
+        if( p - ub[i] > worst ) worst = p - ub[i];
+      }
+      /* tight: |s| is xi to f32 rounding, so gap is ~|a| (2^-24 xi)^2;
+       * for |s| < 10, where posteriors live, ub is its rounding slack */
+      if( tight && lin0[i] < 10 ){
+        ntight++;
+        if( ub[i] < 1e-9 ) nnear++;
+      }
+      if( fly_rng_uniform(&r) < 0.3 ) idx[k++] = (int64_t)i;
+    }
+    m.type->scan_finish(&m, cf, work, idx, k, fL, fB);
+    for( size_t j = 0; j < k; j++ )
+      if( memcmp(&fL[j], &logL[idx[j]], sizeof(double)) ||
+          memcmp(&fB[j], &logB[idx[j]], sizeof(double)) ) nfin++;
+    free(X);
+  }
+  TAP_OK(nviol == 0, "scan_upper >= p for every row: %zu of %zu below (worst by %g)",
+         nviol, nrows, worst);
+  TAP_OK(nfin == 0, "scan_finish gives eval_coef's logL, logB bit for bit: "
+         "%zu differ", nfin);
+  TAP_OK(ntight > 2000 && nnear == ntight, "rows at their tight point with "
+         "|s| < 10 are screened (ub < 1e-9): %zu of %zu", nnear, ntight);
+  free(xi); free(cf); free(work); free(work2); free(ub);
+}
+
 static void test_rowwise(void)
 {
   fly_model m = mk(21);
@@ -745,6 +810,7 @@ int main(void)
   test_grad();
   test_coef();
   test_rowwise();
+  test_scan_screen();
   test_collapsed();
   test_gap_bound();
   test_gap_box();
