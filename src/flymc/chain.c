@@ -43,11 +43,14 @@
  *    reads differ (and, in batches of other sizes, BLAS's last bits).
  *    Exact Gibbs for every row at every iteration.  When the
  *    expected number of candidates exceeds scan_frac N, a sequential scan
- *    is cheaper: every dark row is read and drawn exactly (with every
- *    row's bound coefficients kept from the first scan, where they fit
- *    the cache; then a model's screen, model.h: scan_upper, bounds each
- *    row's p from its linear predictor without a transcendental, and only
- *    rows whose uniform falls below that bound get their likelihood).
+ *    is cheaper: every dark row draws its u and is drawn exactly.  The
+ *    first scan reads every row; where they fit the cache it keeps every
+ *    row's bound coefficients and, for a model with a screen (model.h:
+ *    scan_upper), an f32 copy of every row.  Later scans then bound each
+ *    row's p from the copy (a single-precision product, no transcendental)
+ *    and read and evaluate only rows whose u falls below the bound.  Rows
+ *    are evaluated one by one in scans of such models, so the draws do not
+ *    depend on what the cache kept.
  *
  * Regular mode: log p(theta | x) over all rows, from an in-memory block
  * (or page by page), through the same kernel.
@@ -104,12 +107,15 @@ struct fly_chain {
   int64_t   *cid;
   int64_t   *cpos;            /* gibbs: each candidate's position in the bucket index */
   double    *cX, *cB, *cgap, *cpbar;
+  double    *ccf;             /* screened scans: each candidate's kept coefficients */
   double    *cu, *cph;        /* gibbs: each candidate's uniform and bound */
   uint32_t  *cbk;             /* gibbs: each candidate's bucket */
   float     *cxi;
   size_t     c_cap;
   double    *pbar;            /* gibbs: thinning probability of each bucket */
   double    *scoef;           /* gibbs scans: every row's bound coefficients, or NULL */
+  float     *sxf, *sxn;       /* gibbs scans with a screen: every row in f32 and its
+                                 features' norm (model.h: scan_upper), or NULL */
   int        scoef_ready;     /* scoef filled by a complete scan */
   fly_sketch_at skat;         /* gibbs with a sketch: th - th_map in its coordinates */
   /* counters of the current iteration */
@@ -193,6 +199,7 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
   GROW(c->cbk, 1);
   GROW(c->cph, 1);
   GROW(c->cxi, c->nxi);
+  GROW(c->ccf, c->nc ? c->nc : 1);
 #undef GROW
   if( !ok ) return fly_fail(err, FLY_NOMEM, "candidate buffers (%zu rows)", cap);
   c->c_cap = cap;
@@ -400,42 +407,90 @@ static void xi_rows(fly_chain *c, const double *Bd, size_t i0, size_t n)
       c->cxi[i * c->nxi + j] = (float)Bd[i * c->bw + j];
 }
 
-/* The dark rows of one page of a scan, with kept coefficients cf and the
- * model's screen (model.h: scan_upper): each dark row draws its u in row
- * order as the unscreened scan does, and only rows with u < ub (a few
- * times the bright ones) get log L, log B and p, the same bits as
- * eval_coef's; the others would fail u < p <= ub anyway. */
-static fly_rc scan_screened(fly_chain *c, const double *X, const double *Bd,
-                            const double *cf, int64_t row0, size_t n,
-                            fly_err *err)
+/* Rows per call of the screen (model.h: scan_upper) in a screened scan. */
+#define SCAN_BLOCK 1024
+
+/* Evaluate rows X[0..n) (with kept coefficients cf, or their xi in cxi)
+ * into logL, logB: row by row (FLY_ROWWISE at a time) for a model with a
+ * screen, so that the page scan, the screened scan and their caches give
+ * every row the same bits; a page at a time otherwise. */
+static void scan_eval(fly_chain *c, const double *X, const double *cf, size_t n)
 {
   const fly_model *m = c->m;
-  size_t k = 0, dark = 0;
-  m->type->scan_upper(m, c->th, X, c->W, cf, n, c->cpbar, c->work);
-  /* the dark rows, then their uniforms in one call (the same stream as one
-   * draw a row), then the survivors */
-  dark = fly_zset_dark_in(c->br.z, row0, n, c->cid);
-  fly_rng_uniforms(&c->rng, c->cu, dark);
-  for(size_t j = 0; j < dark; j++){
-    double u = c->cu[j];
-    int64_t i = c->cid[j];
-    if( !(u < c->cpbar[i]) ) continue;
-    c->cid[k] = i;                /* k <= j: not read again */
-    c->cu[k++] = u;
+  size_t step = m->type->scan_upper ? FLY_ROWWISE : n;
+  for(size_t o = 0; o < n; o += step){
+    size_t k = n - o < step ? n - o : step;
+    if( cf ) m->type->eval_coef(m, c->th, X + o * c->W, c->W, cf + o * c->nc, k,
+                                c->logL + o, c->logB + o, c->work);
+    else     m->type->eval(m, c->th, X + o * c->W, c->W, c->cxi + o * c->nxi, k,
+                           c->logL + o, c->logB + o, c->work);
   }
-  c->n_survived += (int64_t)k;
-  c->n_screened += (int64_t)(dark - k);
-  m->type->scan_finish(m, cf, c->work, c->cid, k, c->logL, c->logB);
-  for(size_t j = 0; j < k; j++) c->cgap[j] = c->logB[j] - c->logL[j];
-  fly_vexpm1(c->cgap, c->cgap, k);
-  for(size_t j = 0; j < k; j++){
-    size_t i = (size_t)c->cid[j];
-    if( !(c->cu[j] < -c->cgap[j]) ) continue;
-    if( c->scoef_ready ) xi_rows(c, Bd, i, 1);
-    fly_rc rc = fly_bright_add(&c->br, row0 + (int64_t)i, X + i * c->W,
-                               c->cxi + i * c->nxi, cf + i * c->nc,
-                               c->logL[j] - c->logB[j], err);
+}
+
+/* A scan with every row's coefficients and f32 copy kept (model.h:
+ * scan_upper): block by block, the screen bounds each row's p, every dark
+ * row draws its u in row order as the page scan does, and only rows with
+ * u < ub (about three times those that turn bright) are read and get
+ * log L, log B and p, the same bits as the page scan's; the others would
+ * fail u < p <= ub anyway.  Rows that turn bright read their xi from the
+ * bound pages (the bucket index keeps them by position, not row). */
+static fly_rc scan_screened(fly_chain *c, fly_err *err)
+{
+  const fly_model *m = c->m;
+  int64_t N = c->cfg->N;
+  fly_rc rc = cand_reserve(c, SCAN_BLOCK, err);
+  if( rc ) return rc;
+  for(int64_t b0 = 0; b0 < N; b0 += SCAN_BLOCK){
+    size_t n = N - b0 < SCAN_BLOCK ? (size_t)(N - b0) : SCAN_BLOCK, k = 0, nb = 0;
+    m->type->scan_upper(m, c->th, c->sxf + (size_t)b0 * c->W, c->W, c->sxn + b0,
+                        c->scoef + (size_t)b0 * c->nc, n, c->cpbar, c->work);
+    /* the dark rows, their uniforms in one call (the same stream as one
+     * draw a row), then the survivors: u >= ub is ruled out, a NaN ub is
+     * not */
+    size_t dark = fly_zset_dark_in(c->br.z, b0, n, c->cid);
+    fly_rng_uniforms(&c->rng, c->cu, dark);
+    for(size_t j = 0; j < dark; j++){
+      int64_t i = c->cid[j];
+      if( c->cu[j] >= c->cpbar[i] ) continue;
+      c->cid[k] = b0 + i;           /* k <= j: not read again */
+      c->cu[k] = c->cu[j];
+      memcpy(c->ccf + k * c->nc, c->scoef + (size_t)(b0 + i) * c->nc,
+             c->nc * sizeof *c->ccf);
+      k++;
+    }
+    c->n_screened += (int64_t)(dark - k);
+    c->n_survived += (int64_t)k;
+    c->n_lik += (int64_t)k;
+    c->n_reads += (int64_t)k;
+    if( k == 0 ) continue;
+    fly_prof_push(&c->prof, FLY_PROF_READ);
+    rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err);
+    fly_prof_pop(&c->prof);
     if( rc ) return rc;
+    scan_eval(c, c->cX, c->ccf, k);
+    for(size_t j = 0; j < k; j++) c->cgap[j] = c->logB[j] - c->logL[j];
+    fly_vexpm1(c->cgap, c->cgap, k);
+    /* the rows that turn bright, compacted in order (nb <= j) */
+    for(size_t j = 0; j < k; j++){
+      if( !(c->cu[j] < -c->cgap[j]) ) continue;
+      c->cid[nb] = c->cid[j];
+      c->cgap[nb] = c->logL[j] - c->logB[j];
+      if( nb != j ){
+        memmove(c->cX + nb * c->W, c->cX + j * c->W, c->W * sizeof *c->cX);
+        memmove(c->ccf + nb * c->nc, c->ccf + j * c->nc, c->nc * sizeof *c->ccf);
+      }
+      nb++;
+    }
+    if( nb == 0 ) continue;
+    fly_prof_push(&c->prof, FLY_PROF_READ);
+    rc = fly_pages_read_rows(c->bnd, c->cid, nb, c->cB, err);
+    fly_prof_pop(&c->prof);
+    if( rc ) return rc;
+    xi_rows(c, c->cB, 0, nb);
+    for(size_t j = 0; j < nb; j++)
+      if( (rc = fly_bright_add(&c->br, c->cid[j], c->cX + j * c->W,
+                               c->cxi + j * c->nxi, c->ccf + j * c->nc,
+                               c->cgap[j], err)) ) return rc;
   }
   return FLY_OK;
 }
@@ -443,13 +498,20 @@ static fly_rc scan_screened(fly_chain *c, const double *X, const double *Bd,
 /* Exact Gibbs for every row dark at the start, by a sequential scan.  The
  * rows' xi come from the bound pages: the bucket index keeps them by
  * position, not row (a scan is the fallback far from the MAP, where
- * thinning would read more than a quarter of the rows anyway). */
+ * thinning would read more than a quarter of the rows anyway).  The first
+ * complete scan fills the kept coefficients and f32 rows; later ones are
+ * screened when both are kept. */
 static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
 {
   const fly_pages_info *in = fly_pages_info_of(c->data);
   int64_t B_old = fly_bright_count(&c->br);
   fly_rc rc;
   c->scanned = 1;
+  if( c->sxf && c->scoef_ready ){
+    if( (rc = scan_screened(c, err)) ) return rc;
+    bright_gibbs(c, B_old);
+    return FLY_OK;
+  }
   for(int64_t pg = 0; pg < in->n_pages; pg++){
     const double *X, *Bd = NULL;
     size_t n, nb;
@@ -465,21 +527,15 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
                                   "%zu bound rows", (long long)pg, n, nb);
     /* with kept coefficients only the rows that turn bright need their xi */
     double *cf = c->scoef ? c->scoef + (size_t)row0 * c->nc : NULL;
-    if( !cf || !c->scoef_ready ) xi_rows(c, Bd, 0, n);
-    if( cf && !c->scoef_ready ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
-    if( cf && c->m->type->scan_upper ){
-      c->n_lik += (int64_t)n;  /* every row's linear predictor, as below */
-      c->n_reads += (int64_t)n;
-      if( (rc = scan_screened(c, X, Bd, cf, row0, n, err)) ) return rc;
-      continue;
-    }
-    if( cf ){
+    if( !cf || !c->scoef_ready ){
+      xi_rows(c, Bd, 0, n);
       /* the coefficients the model's eval would compute (model.h: the
-       * same bits), computed by the first complete scan only */
-      c->m->type->eval_coef(c->m, c->th, X, c->W, cf, n, c->logL, c->logB, c->work);
-    }else{
-      c->m->type->eval(c->m, c->th, X, c->W, c->cxi, n, c->logL, c->logB, c->work);
+       * same bits), and the screen's f32 rows, by the first scan only */
+      if( cf ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
+      if( c->sxf ) fly_model_scan_rows(c->m, X, c->W, n, c->sxf + (size_t)row0 * c->W,
+                                       c->sxn + row0);
     }
+    scan_eval(c, X, cf, n);
     c->n_lik += (int64_t)n;    /* the whole page was evaluated and read */
     c->n_reads += (int64_t)n;
     /* p(bright) = 1 - exp(-gap) = -expm1(logB - logL): one vector pass
@@ -797,8 +853,9 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
      * scan on the Fashion pair.  So gibbs keeps them, filled by the first
      * scan, where they fit half of that room; the bound pages get the
      * rest.  calloc: a chain that never scans never touches them. */
+    size_t room = bshare;
     if( cfg->z == FLY_Z_GIBBS && c->nc &&
-        (double)cfg->N * (double)(c->nc * sizeof(double)) <= 0.5 * (double)bshare ){
+        (double)cfg->N * (double)(c->nc * sizeof(double)) <= 0.5 * (double)room ){
       c->scoef = fly_alloc_array((size_t)cfg->N * c->nc, sizeof *c->scoef);
       if( !c->scoef ){
         rc = fly_fail(err, FLY_NOMEM, "bound coefficients of %lld rows",
@@ -806,6 +863,23 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
         goto done;
       }
       bshare -= (size_t)cfg->N * c->nc * sizeof *c->scoef;
+      /* With a screen (model.h: scan_upper) an f32 copy of every row and
+       * its features' norm let a scan rule out most rows with a
+       * single-precision product: the copy's bandwidth is half the data
+       * pages', and the rows ruled out are not read at all.  Kept where
+       * the copy fits the same half as well. */
+      double nd = (double)cfg->N;
+      if( cfg->m->type->scan_upper &&
+          nd * (double)(c->nc * sizeof(double) + (c->W + 1) * sizeof(float))
+          <= 0.5 * (double)room ){
+        c->sxf = fly_alloc_array((size_t)cfg->N * c->W, sizeof *c->sxf);
+        c->sxn = fly_alloc_array((size_t)cfg->N, sizeof *c->sxn);
+        if( !c->sxf || !c->sxn ){
+          rc = fly_fail(err, FLY_NOMEM, "f32 copy of %lld rows", (long long)cfg->N);
+          goto done;
+        }
+        bshare -= (size_t)cfg->N * (c->W + 1) * sizeof(float);
+      }
     }
     if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id, bshare,
                              &c->bnd, err)) ) goto done;
@@ -905,15 +979,21 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->cph);
   fly_sketch_at_free(&c->skat);
   fly_free(c->cxi);
+  fly_free(c->ccf);
   fly_free(c->tcoef);
   fly_free(c->scoef);
+  fly_free(c->sxf);
+  fly_free(c->sxn);
   fly_free(c->pbar);
   fly_free(c);
 }
 
 const double *fly_chain_theta(const fly_chain *c) { return c->th; }
 
-int fly_chain_keeps_coef(const fly_chain *c) { return c->scoef != NULL; }
+int fly_chain_keeps_coef(const fly_chain *c)
+{
+  return c->sxf ? 2 : c->scoef != NULL;
+}
 void fly_chain_screen_counts(const fly_chain *c, int64_t *ruled_out, int64_t *evaluated)
 {
   *ruled_out = c->n_screened;

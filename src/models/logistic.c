@@ -229,8 +229,7 @@ static void coef(const fly_model *m, const double *X, size_t ldx,
   }
 }
 
-/* log B = a s^2 + s/2 + c from a row's coefficients: one expression for
- * eval_coef and scan_finish, so both give the same bits. */
+/* log B = a s^2 + s/2 + c from a row's coefficients. */
 static inline double jj_logB(const double *r, double s)
 {
   return r[0] * s * s + 0.5 * s + r[1];
@@ -253,38 +252,53 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
  * tanh(xi/2)/2 = 2|a| xi, and c = |a| xi^2 - l(xi) - eps (jj), so the
  * tangent l(s) >= l(xi) + 2|a| xi (|s| - xi) gives
  *   gap(s) = |a| s^2 - c - l(s) <= |a| (|s| - xi)^2 + eps,
- * and p = 1 - exp(-gap) <= gap.  What eval_coef computes differs from these
- * exact values by rounding: a few ulps of a and c (from em and lp), of
- * log sigma (of size |s| + 1) and of the sum's terms (|a| s^2, |s|/2, |c|),
- * and a few ulps of p relative.  The slack below is 1e-9 relative and
- * 1e-11 of those magnitudes plus xi (eps itself is 1e-12 of them): 10^4
- * times any rounding.  A NaN s gives a NaN bound: u < ub fails, and eval
- * would give p = NaN, which fails u < p alike. */
-static void scan_upper(const fly_model *m, const double *th, const double *X,
-                       size_t ldx, const double *cf, size_t n, double *ub,
-                       double *work)
+ * and p = 1 - exp(-gap) <= gap.
+ * s is not computed exactly here: s_f = th_f'x_f in single precision,
+ * with th_f and x_f th and x rounded to f32 (u = 2^-24 relative each) and
+ * a sum of D products rounded within gamma_D = D u / (1 - D u) of
+ * sum |th_f,j x_f,j| in any order (Higham, Accuracy and Stability of
+ * Numerical Algorithms, section 3.1), so |s_f - th'x| <= (2u + u^2 +
+ * gamma_D (1 + u)^2) sum |th_j x_j|; the s eval computes in double is
+ * within gamma'_D (u' = 2^-53) of th'x.  sum |th_j x_j| <= ||th|| ||x||
+ * (Cauchy-Schwarz; xnorm is rounded up), so with
+ * C = 1.01 (2u + gamma_D + gamma'_D), delta = C ||th|| ||x|| bounds
+ * |s_f - s|, plus 1e-40 D (1 + ||th|| + ||x||) for values that underflow
+ * f32 (each off by at most 2^-150 absolute).  Then
+ * ||s| - xi| <= ||s_f| - xi| + delta and |s| <= |s_f| + delta.
+ * What eval_coef computes differs from the exact gap by rounding: a few
+ * ulps of a and c, of log sigma (of size |s| + 1), of the sum's terms
+ * (|a| s^2, |s|/2, |c|), and a few ulps of p relative.  The slack below is
+ * 1e-9 relative and 1e-11 of those magnitudes plus xi (eps itself is
+ * 1e-12 of them): 10^4 times any rounding.  An overflow to inf in f32 or a
+ * NaN anywhere gives ub = inf or NaN, which the scan evaluates. */
+static void scan_upper(const fly_model *m, const double *th, const float *Xf,
+                       size_t ldx, const float *xnorm, const double *cf,
+                       size_t n, double *ub, double *work)
 {
+  size_t D = m->D;
   if( n == 0 ) return;
-  lin(m, th, X, ldx, n, work);
+  float *thf = (float *)(void *)work, *sf = thf + D;
+  double tn = 0;
+  for( size_t j = 0; j < D; j++ ){
+    thf[j] = (float)th[j];
+    tn += th[j] * th[j];
+  }
+  tn = sqrt(tn) * (1.0 + 1e-12);
+  if( D == 0 )
+    for( size_t i = 0; i < n; i++ ) sf[i] = 0;
+  else
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)D, 1.0f, Xf, (int)ldx,
+                thf, 1, 0.0f, sf, 1);
+  const double u = 0x1p-24, u2 = 0x1p-53, Dd = (double)D;
+  const double C = 1.01 * (2 * u + Dd * u / (1 - Dd * u) + Dd * u2 / (1 - Dd * u2));
   for( size_t i = 0; i < n; i++ ){
     const double *r = cf + NC * i;
-    double s = work[i] *= tsign(X, ldx, m->tcol, i);
-    double as = fabs(s), a = -r[0], d = as - r[2];
+    double xn = (double)xnorm[i], as = fabs((double)sf[i]);
+    double del = C * tn * xn + 1e-40 * Dd * (1.0 + tn + xn);
+    double a = -r[0], d = fabs(as - r[2]) + del, sm = as + del;
     ub[i] = (1.0 + 1e-9) * (a * d * d)
-          + 1e-11 * (1.0 + r[2] + fabs(r[1]) + a * s * s + as);
+          + 1e-11 * (1.0 + r[2] + fabs(r[1]) + a * sm * sm + sm);
   }
-}
-
-/* eval_coef's logL and logB of rows idx[0..k), from scan_upper's work. */
-static void scan_finish(const fly_model *m, const double *cf,
-                        const double *work, const int64_t *idx, size_t k,
-                        double *logL, double *logB)
-{
-  (void)m;
-  for( size_t j = 0; j < k; j++ ) logL[j] = work[idx[j]];
-  fly_vlogsig(logL, logL, k);     /* elementwise: the same bits in place */
-  for( size_t j = 0; j < k; j++ )
-    logB[j] = jj_logB(cf + NC * (size_t)idx[j], work[idx[j]]);
 }
 
 static void grad_coef(const fly_model *m, const double *th, const double *X,
@@ -481,7 +495,6 @@ const fly_model_type fly_model_logistic = {
   .eval_coef     = eval_coef,
   .grad_coef     = grad_coef,
   .scan_upper    = scan_upper,
-  .scan_finish   = scan_finish,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,

@@ -104,6 +104,22 @@ void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
   m->type->grad_coef(m, th, X, ldx, cf, n, wL, wB, g, work);
 }
 
+void fly_model_scan_rows(const fly_model *m, const double *X, size_t ldx,
+                         size_t n, float *Xf, float *xnorm)
+{
+  for( size_t i = 0; i < n; i++ ){
+    const double *x = X + i * ldx;
+    double q = 0;
+    for( size_t j = 0; j < ldx; j++ ) Xf[i * ldx + j] = (float)x[j];
+    for( size_t j = 0; j < m->D; j++ ) q += x[j] * x[j];
+    /* sqrt of a sum of D squares: within (D + 1) 2^-53 relative */
+    double up = sqrt(q) * (1.0 + 1e-12);
+    float f = (float)up;
+    if( (double)f < up ) f = nextafterf(f, INFINITY);
+    xnorm[i] = f;
+  }
+}
+
 double fly_model_radius(const fly_model *m, const double *th,
                         const double *th_map, const double *H, double *work)
 {

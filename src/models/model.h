@@ -99,21 +99,19 @@ struct fly_model_type {
                       const double *wL, const double *wB, double *g,
                       double *work);
 
-  /* Optional (both NULL: none), with the coefficients: a screen for a
-   * gibbs scan, which draws u_i for every dark row and turns it bright when
-   * u_i < p_i = -expm1(logB_i - logL_i) (from eval_coef's values).
-   * scan_upper puts into work what eval_coef computes first from th and X
-   * (the rows' linear predictors, the same bits) and into ub[i] a bound
-   * ub_i >= p_i, with no transcendental function; scan_finish then gives
-   * eval_coef's logL and logB, the same bits, of the k rows idx[0..k) of
-   * that work (into logL[0..k), logB[0..k)).  So a row with u_i >= ub_i
-   * needs neither, and the scan's decisions do not change. */
-  void   (*scan_upper)(const fly_model *m, const double *th, const double *X,
-                       size_t ldx, const double *coef, size_t n, double *ub,
-                       double *work);
-  void   (*scan_finish)(const fly_model *m, const double *coef,
-                        const double *work, const int64_t *idx, size_t k,
-                        double *logL, double *logB);
+  /* Optional (NULL: none), with the coefficients: a screen for a gibbs
+   * scan, which draws u_i for every dark row and turns it bright when
+   * u_i < p_i = -expm1(logB_i - logL_i), from eval_coef's values for the
+   * row alone (at most FLY_ROWWISE rows a call).  From an f32 copy of the
+   * rows (Xf, row stride ldx, fly_model_scan_rows) and the rows' feature
+   * norms, scan_upper puts into ub[i] a bound ub_i >= p_i (+inf or NaN
+   * when it cannot say), cheaply: a single-precision matrix-vector product
+   * and no transcendental function.  A row with u_i >= ub_i needs neither
+   * its data nor its likelihood, and the scan's decisions do not change.
+   * work: work_len(m, n) doubles. */
+  void   (*scan_upper)(const fly_model *m, const double *th, const float *Xf,
+                       size_t ldx, const float *xnorm, const double *coef,
+                       size_t n, double *ub, double *work);
 
   /* H += sum_i -hess log L_i(th)  (n_params x n_params, full, row-major). */
   void   (*neg_hess)(const fly_model *m, const double *th, const double *X,
@@ -203,6 +201,13 @@ void   fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
  * row's own |xi| when the model has one.  +inf when rho is. */
 double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho);
+
+/* What scan_upper reads of n rows X (stride ldx): Xf = X rounded to f32
+ * (stride ldx) and xnorm[i] >= the 2-norm of row i's m->D features (its
+ * first m->D values), rounded up to f32 (+inf beyond FLT_MAX, NaN for a
+ * NaN row). */
+void   fly_model_scan_rows(const fly_model *m, const double *X, size_t ldx,
+                           size_t n, float *Xf, float *xnorm);
 
 /* radius() of models whose parameters are one D-vector (logistic, robust):
  * sqrt((th - th_map)' H (th - th_map)) with H D x D, row-major. */

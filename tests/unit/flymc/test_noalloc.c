@@ -142,6 +142,7 @@ int main(void)
     { "regular", FLY_Z_REGULAR, 0 }, { "explicit=0.05", FLY_Z_EXPLICIT, 0.05 },
     { "implicit=0.1", FLY_Z_IMPLICIT, 0.1 }, { "gibbs", FLY_Z_GIBBS, 0 },
     { "gibbs + sketch", FLY_Z_GIBBS, 1 },
+    { "gibbs, every z step a screened scan", FLY_Z_GIBBS, 2 },
   };
   for(int k = FLY_K_MH; k <= FLY_K_HMC; k++)
     for(size_t i = 0; i < sizeof modes / sizeof modes[0]; i++){
@@ -160,7 +161,7 @@ int main(void)
       cfg.W = WID;
       cfg.z = modes[i].z;
       cfg.z_param = modes[i].z == FLY_Z_GIBBS ? 0 : modes[i].zp;
-      cfg.scan_frac = 0.25;
+      cfg.scan_frac = modes[i].zp == 2 ? 0 : 0.25;
       cfg.kernel = (fly_kernel)k;
       cfg.eps0 = k == FLY_K_SLICE ? 2.0 : k == FLY_K_HMC ? 0.25 : 0.5;
       cfg.n_warmup = WARM;

@@ -1,24 +1,25 @@
 /*
- * test_scancoef.c -- gibbs scans that keep every row's bound coefficients
- * give the chain that computes them afresh at every scan, bit for bit.
+ * test_scancoef.c -- gibbs scans give the same chain bit for bit whatever
+ * they keep of every row: nothing, its bound coefficients, or those and an
+ * f32 copy of the row for the model's screen.
  *
  * A scan evaluates every row's bound; chain.c keeps the rows' coefficients
  * (model.h: coef), filled by the first complete scan, when N n_coef doubles
- * fit half of the cache the decoded data pages leave
- * (fly_chain_keeps_coef).  For logistic and softmax (K = 3, whose
- * coefficients depend on the row's class too) two chains with the same
- * seed run with scan_frac 0, so every z step is a scan: one with a 64 MiB
- * cache (coefficients kept), one with the smallest cache (not kept; pages
- * fetched afresh, which must not matter either).  After every iteration,
+ * fit half of the cache the decoded data pages leave, and with a screen
+ * (model.h: scan_upper; logistic) an f32 copy of every row when that fits
+ * too (fly_chain_keeps_coef 0, 1, 2).  A screened scan reads and evaluates
+ * only the dark rows whose u falls below the screen's bound, a block of
+ * rows at a time.  For logistic and softmax (K = 3, whose coefficients
+ * depend on the row's class too, and which has no screen) three chains
+ * with the same seed run with scan_frac 0, so every z step is a scan, with
+ * caches that keep 2, 1 and 0 (softmax: 1, 0, 0).  After every iteration,
  * warm-up adaptation included, theta and the log joint must be
- * bit-identical and the bright counts equal, and at the end every row's z.  A kept coefficient that
- * differed from what eval computes (left unfilled, filled for other rows,
- * or refilled from the wrong page) changes gaps, and through the z draws
- * and the theta kernel the whole chain.  With kept coefficients a model
- * with a screen (model.h: scan_upper; logistic) evaluates only the dark
- * rows whose u falls below the screen's bound; the chain without kept
- * coefficients evaluates every row, so the comparison checks the screen
- * too, and that it ruled out most dark rows.
+ * bit-identical and the bright counts equal, and at the end every row's z.
+ * A kept coefficient that differed from what eval computes (left unfilled,
+ * filled for other rows, or refilled from the wrong page), a survivor
+ * evaluated with another row's coefficients, or a screen that ruled out a
+ * row it should not have changes gaps, and through the z draws and the
+ * theta kernel the whole chain.  N = 2000 makes two blocks of the screen.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,16 +54,25 @@ static fly_rc prepare(fly_db *db, int64_t ds, const fly_model *m, fly_bounds **b
   return rc;
 }
 
-/* Two chains, one keeping the coefficients and one not, stepped side by
- * side and compared after each iteration. */
+/* Three chains stepped side by side and compared after each iteration:
+ * a 64 MiB cache keeps the coefficients and, with a screen, the f32 rows
+ * (fly_chain_keeps_coef 2); a cache with room for the coefficients of a
+ * model with 3 a row but not for the rows as well (1); the smallest cache
+ * keeps nothing (0).  keep[] is what each should keep. */
+#define NCH 3
 static void compare(const char *path, const char *name, int64_t ds, const fly_model *m,
-                    const fly_bounds *bd, const fly_buckets *bk, size_t W)
+                    const fly_bounds *bd, const fly_buckets *bk, size_t W,
+                    const int keep[NCH])
 {
-  fly_chain_cfg cfg[2];
-  fly_chain *ch[2] = { NULL, NULL };
+  /* data pages: 21 of 96 rows x W values; room = cache - pages; logistic:
+   * coefficients 2000 x 24 bytes, rows 2000 x (W + 1) x 4 bytes */
+  const size_t pages = (size_t)((N_ROWS + PAGE_ROWS - 1) / PAGE_ROWS) * PAGE_ROWS * W * 8;
+  const size_t cache[NCH] = { (size_t)64 << 20, pages + 150000, 1 };
+  fly_chain_cfg cfg[NCH];
+  fly_chain *ch[NCH] = { NULL, NULL, NULL };
   fly_err err = {0};
   fly_rc rc = FLY_OK;
-  for(int k = 0; k < 2; k++){
+  for(int k = 0; k < NCH; k++){
     memset(&cfg[k], 0, sizeof cfg[k]);
     cfg[k].db_path = path;
     cfg[k].dataset_id = ds;
@@ -77,61 +87,67 @@ static void compare(const char *path, const char *name, int64_t ds, const fly_mo
     cfg[k].eps0 = 0.5;
     cfg[k].theta_steps = 2;
     cfg[k].n_warmup = WARM;
-    cfg[k].cache_bytes = k == 0 ? (size_t)64 << 20 : 1;
+    cfg[k].cache_bytes = cache[k];
     if( rc == FLY_OK ) rc = fly_chain_open(&cfg[k], 0, SEED, &ch[k], &err);
     if( rc == FLY_OK ) rc = fly_chain_init(ch[k], &err);
   }
-  if( !TAP_OK(rc == FLY_OK, "%s: two chains open (%s)", name, err.msg) ) goto out;
-  TAP_OK(fly_chain_keeps_coef(ch[0]) && !fly_chain_keeps_coef(ch[1]),
-         "%s: a 64 MiB cache keeps the coefficients (%d), the smallest does not (%d)",
-         name, fly_chain_keeps_coef(ch[0]), fly_chain_keeps_coef(ch[1]));
+  if( !TAP_OK(rc == FLY_OK, "%s: three chains open (%s)", name, err.msg) ) goto out;
+  TAP_OK(fly_chain_keeps_coef(ch[0]) == keep[0] && fly_chain_keeps_coef(ch[1]) == keep[1]
+         && fly_chain_keeps_coef(ch[2]) == keep[2],
+         "%s: the caches keep %d, %d, %d (expected %d, %d, %d)", name,
+         fly_chain_keeps_coef(ch[0]), fly_chain_keeps_coef(ch[1]),
+         fly_chain_keeps_coef(ch[2]), keep[0], keep[1], keep[2]);
 
   size_t P = fly_chain_dim(ch[0]);
   int first_diff = -1, scans = 0;
   int64_t sum_bright = 0;
   for(int it = 0; it < WARM + ITERS && rc == FLY_OK; it++){
-    fly_iter_stats s[2];
-    for(int k = 0; k < 2 && rc == FLY_OK; k++)
+    fly_iter_stats s[NCH];
+    int all = 1;
+    for(int k = 0; k < NCH && rc == FLY_OK; k++){
       rc = fly_chain_step(ch[k], it < WARM, &s[k], &err);
+      all &= s[k].scanned;
+    }
     if( rc ) break;
-    scans += s[0].scanned && s[1].scanned;
+    scans += all;
     sum_bright += s[0].n_bright;
-    if( memcmp(fly_chain_theta(ch[0]), fly_chain_theta(ch[1]), P * sizeof(double)) != 0
-        || s[0].n_bright != s[1].n_bright || memcmp(&s[0].lp, &s[1].lp, sizeof s[0].lp) != 0 )
-      if( first_diff < 0 ) first_diff = it;
+    for(int k = 1; k < NCH; k++)
+      if( memcmp(fly_chain_theta(ch[0]), fly_chain_theta(ch[k]), P * sizeof(double)) != 0
+          || s[0].n_bright != s[k].n_bright || memcmp(&s[0].lp, &s[k].lp, sizeof s[0].lp) != 0 )
+        if( first_diff < 0 ) first_diff = it;
   }
   if( !TAP_OK(rc == FLY_OK, "%s: %d iterations (%s)", name, WARM + ITERS, err.msg) )
     goto out;
-  TAP_OK(scans == WARM + ITERS, "%s: every z step was a scan in both chains (%d of %d)",
+  TAP_OK(scans == WARM + ITERS, "%s: every z step was a scan in every chain (%d of %d)",
          name, scans, WARM + ITERS);
-  TAP_OK(first_diff < 0, "%s: theta, log joint and bright counts bit-identical with and "
-         "without kept coefficients through %d iterations (first difference: %d)", name,
+  TAP_OK(first_diff < 0, "%s: theta, log joint and bright counts bit-identical whatever "
+         "the chains keep, through %d iterations (first difference: %d)", name,
          WARM + ITERS, first_diff);
-  /* with a screen (logistic) the kept chain evaluates the likelihood of
-   * few dark rows, most of them rows that stay dark (u >= p: the screen's
-   * bound is not exact), and its draws are the same; the other chain
-   * screens nothing */
-  int64_t out[2], ev[2];
-  for(int k = 0; k < 2; k++) fly_chain_screen_counts(ch[k], &out[k], &ev[k]);
-  if( m->type->scan_upper )
-    TAP_OK(out[0] > 10 * ev[0] && ev[0] > sum_bright && out[1] == 0 && ev[1] == 0,
+  /* with a screen (keep 2) the chain reads and evaluates few dark rows,
+   * most of them rows that stay dark (u >= p: the screen's bound is not
+   * exact); the others screen nothing */
+  int64_t out[NCH], ev[NCH], others = 0;
+  for(int k = 0; k < NCH; k++){
+    fly_chain_screen_counts(ch[k], &out[k], &ev[k]);
+    if( keep[k] != 2 ) others += out[k] + ev[k];
+  }
+  if( keep[0] == 2 )
+    TAP_OK(out[0] > 10 * ev[0] && ev[0] > sum_bright && others == 0,
            "%s: the screen ruled out %lld dark rows and let %lld through (%lld bright "
-           "after the z steps; the chain without kept coefficients: %lld, %lld)",
-           name, (long long)out[0], (long long)ev[0], (long long)sum_bright,
-           (long long)out[1], (long long)ev[1]);
+           "after the z steps; the other chains: %lld)", name, (long long)out[0],
+           (long long)ev[0], (long long)sum_bright, (long long)others);
   else
-    TAP_OK(out[0] == 0 && ev[0] == 0 && out[1] == 0 && ev[1] == 0,
-           "%s: no screen, no row screened", name);
+    TAP_OK(out[0] == 0 && ev[0] == 0 && others == 0, "%s: no screen, no row screened", name);
   int64_t zdiff = 0, bright = 0;
   for(int64_t n = 0; n < N_ROWS; n++){
     int a = fly_chain_is_bright(ch[0], n);
-    zdiff += a != fly_chain_is_bright(ch[1], n);
+    for(int k = 1; k < NCH; k++) zdiff += a != fly_chain_is_bright(ch[k], n);
     bright += a;
   }
   TAP_OK(zdiff == 0 && bright > 0, "%s: the same %lld bright rows at the end (%lld differ)",
          name, (long long)bright, (long long)zdiff);
 out:
-  for(int k = 0; k < 2; k++) fly_chain_close(ch[k]);
+  for(int k = 0; k < NCH; k++) fly_chain_close(ch[k]);
 }
 
 int main(void)
@@ -159,7 +175,7 @@ int main(void)
                "logistic store of %d rows", N_ROWS) ){
       rc = prepare(db, ds, &m, &bd, &bk, &err);
       if( TAP_OK(rc == FLY_OK, "logistic: MAP bounds and buckets (%s)", err.msg) )
-        compare(path, "logistic", ds, &m, bd, &bk, WID);
+        compare(path, "logistic", ds, &m, bd, &bk, WID, (const int[NCH]){ 2, 1, 0 });
     }
     fly_buckets_free(&bk);
     fly_bounds_free(bd);
@@ -176,7 +192,7 @@ int main(void)
                "softmax store of %d rows", N_ROWS) ){
       rc = prepare(db, dss, &m, &bd, &bk, &err);
       if( TAP_OK(rc == FLY_OK, "softmax: MAP bounds and buckets (%s)", err.msg) )
-        compare(path, "softmax", dss, &m, bd, &bk, WID);
+        compare(path, "softmax", dss, &m, bd, &bk, WID, (const int[NCH]){ 1, 0, 0 });
     }
     fly_buckets_free(&bk);
     fly_bounds_free(bd);
