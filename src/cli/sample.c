@@ -180,7 +180,10 @@ static fly_opt sample_opts_tmpl[] = {
   { "cache-mb", FLY_OPT_VALUE, "decoded-page cache per chain in MiB (default: a quarter "
                                "of RAM shared by the chains, at least 256); gibbs scans "
                                "also keep every row's bound coefficients in it when they "
-                               "fit half of what the data pages leave", 0, 0 },
+                               "fit half of what the data pages leave, and for logistic "
+                               "an f32 copy of every row if that fits too, so a scan "
+                               "reads only rows a single-precision bound cannot rule "
+                               "out", 0, 0 },
   { "scan-frac", FLY_OPT_VALUE, "gibbs: scan when expected candidates exceed this "
                                 "fraction of N (default 0.25)", 0, 0 },
   { "sketch", FLY_OPT_VALUE, "gibbs: on | off: keep 15 bytes a row that bound each row's "
