@@ -630,12 +630,15 @@ static fly_rc z_gibbs(fly_chain *c, fly_err *err)
 
   if( (rc = ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
   r = m->type->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
+  /* pb >= 0, so once the partial sum passes the limit the whole does: a
+   * scan needs no more of the buckets' bounds (each a transcendental) */
+  double limit = c->cfg->scan_frac * (double)c->cfg->N;
   for(size_t b = 0; b < bk->nb; b++){
     double pb = -expm1(-fly_buckets_gap_upper(bk, b, m, r));
     c->pbar[b] = pb;
     expect += pb * (double)(bk->start[b + 1] - bk->start[b]);
+    if( expect > limit ) return scan_gibbs(c, err);
   }
-  if( expect > c->cfg->scan_frac * (double)c->cfg->N ) return scan_gibbs(c, err);
 
   /* Candidates' positions first, then their rows, then the dark ones among
    * them: each pass prefetches what the next loads, so the random reads of
