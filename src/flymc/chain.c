@@ -108,14 +108,16 @@ struct fly_chain {
   int64_t   *cpos;            /* gibbs: each candidate's position in the bucket index */
   double    *cX, *cB, *cgap, *cpbar;
   double    *ccf;             /* screened scans: each candidate's kept coefficients */
+  float     *cxf;             /* page scans with a screen: the page's rows in f32 */
   double    *cu, *cph;        /* gibbs: each candidate's uniform and bound */
   uint32_t  *cbk;             /* gibbs: each candidate's bucket */
   float     *cxi;
   size_t     c_cap;
   double    *pbar;            /* gibbs: thinning probability of each bucket */
   double    *scoef;           /* gibbs scans: every row's bound coefficients, or NULL */
-  float     *sxf, *sxn;       /* gibbs scans with a screen: every row in f32 and its
-                                 features' norm (model.h: scan_upper), or NULL */
+  float     *sxn;             /* gibbs scans with a screen (model.h: scan_upper) and
+                                 kept coefficients: every row's features' norm */
+  float     *sxf;             /* and every row in f32 where it fits, or NULL */
   int        scoef_ready;     /* scoef filled by a complete scan */
   fly_sketch_at skat;         /* gibbs with a sketch: th - th_map in its coordinates */
   /* counters of the current iteration */
@@ -200,6 +202,7 @@ static fly_rc cand_reserve(fly_chain *c, size_t n, fly_err *err)
   GROW(c->cph, 1);
   GROW(c->cxi, c->nxi);
   GROW(c->ccf, c->nc ? c->nc : 1);
+  GROW(c->cxf, c->W);
 #undef GROW
   if( !ok ) return fly_fail(err, FLY_NOMEM, "candidate buffers (%zu rows)", cap);
   c->c_cap = cap;
@@ -495,6 +498,48 @@ static fly_rc scan_screened(fly_chain *c, fly_err *err)
   return FLY_OK;
 }
 
+/* The dark rows of one page of a scan with kept coefficients cf and a
+ * screen but no kept f32 copy (or the first scan, which fills it): the
+ * page's rows are rounded to f32 here (into xf; the first scan also
+ * computes their norms into the kept ones, xn, else NULL), and as in
+ * scan_screened only rows with u < ub are evaluated, each alone, which is
+ * what scan_eval gives them too. */
+static fly_rc scan_page_screened(fly_chain *c, const double *X, const double *Bd,
+                                 const double *cf, int64_t row0, size_t n,
+                                 float *xf, float *xn, fly_err *err)
+{
+  const fly_model *m = c->m;
+  size_t k = 0;
+  fly_model_scan_rows(m, X, c->W, n, xf, xn);
+  m->type->scan_upper(m, c->th, xf, c->W, c->sxn + row0, cf, n, c->cpbar, c->work);
+  size_t dark = fly_zset_dark_in(c->br.z, row0, n, c->cid);
+  fly_rng_uniforms(&c->rng, c->cu, dark);
+  for(size_t j = 0; j < dark; j++){
+    int64_t i = c->cid[j];
+    if( c->cu[j] >= c->cpbar[i] ) continue;
+    c->cid[k] = i;                  /* k <= j: not read again */
+    c->cu[k] = c->cu[j];
+    m->type->eval_coef(m, c->th, X + (size_t)i * c->W, c->W, cf + (size_t)i * c->nc, 1,
+                       c->logL + k, c->logB + k, c->work);
+    c->cgap[k] = c->logB[k] - c->logL[k];
+    k++;
+  }
+  c->n_screened += (int64_t)(dark - k);
+  c->n_survived += (int64_t)k;
+  c->n_lik += (int64_t)k;
+  fly_vexpm1(c->cgap, c->cgap, k);
+  for(size_t j = 0; j < k; j++){
+    size_t i = (size_t)c->cid[j];
+    if( !(c->cu[j] < -c->cgap[j]) ) continue;
+    xi_rows(c, Bd, i, 1);
+    fly_rc rc = fly_bright_add(&c->br, row0 + (int64_t)i, X + i * c->W,
+                               c->cxi + i * c->nxi, cf + i * c->nc,
+                               c->logL[j] - c->logB[j], err);
+    if( rc ) return rc;
+  }
+  return FLY_OK;
+}
+
 /* Exact Gibbs for every row dark at the start, by a sequential scan.  The
  * rows' xi come from the bound pages: the bucket index keeps them by
  * position, not row (a scan is the fallback far from the MAP, where
@@ -530,10 +575,17 @@ static fly_rc scan_gibbs(fly_chain *c, fly_err *err)
     if( !cf || !c->scoef_ready ){
       xi_rows(c, Bd, 0, n);
       /* the coefficients the model's eval would compute (model.h: the
-       * same bits), and the screen's f32 rows, by the first scan only */
+       * same bits), by the first scan only */
       if( cf ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
-      if( c->sxf ) fly_model_scan_rows(c->m, X, c->W, n, c->sxf + (size_t)row0 * c->W,
-                                       c->sxn + row0);
+    }
+    if( cf && c->m->type->scan_upper ){
+      /* the screen's f32 rows: into the kept copy (the first scan fills
+       * it) or into the candidates' buffer */
+      float *xf = c->sxf ? c->sxf + (size_t)row0 * c->W : c->cxf;
+      float *xn = c->scoef_ready ? NULL : c->sxn + row0;   /* norms: first scan */
+      c->n_reads += (int64_t)n;  /* the page was read; lik: its survivors */
+      if( (rc = scan_page_screened(c, X, Bd, cf, row0, n, xf, xn, err)) ) return rc;
+      continue;
     }
     scan_eval(c, X, cf, n);
     c->n_lik += (int64_t)n;    /* the whole page was evaluated and read */
@@ -857,15 +909,19 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
      * scan, where they fit half of that room; the bound pages get the
      * rest.  calloc: a chain that never scans never touches them. */
     size_t room = bshare;
+    /* with a screen (model.h: scan_upper) every row's features' norm
+     * (a float) too */
+    size_t scr = cfg->m->type->scan_upper ? sizeof(float) : 0;
     if( cfg->z == FLY_Z_GIBBS && c->nc &&
-        (double)cfg->N * (double)(c->nc * sizeof(double)) <= 0.5 * (double)room ){
+        (double)cfg->N * (double)(c->nc * sizeof(double) + scr) <= 0.5 * (double)room ){
       c->scoef = fly_alloc_array((size_t)cfg->N * c->nc, sizeof *c->scoef);
-      if( !c->scoef ){
+      if( scr ) c->sxn = fly_alloc_array((size_t)cfg->N, sizeof *c->sxn);
+      if( !c->scoef || (scr && !c->sxn) ){
         rc = fly_fail(err, FLY_NOMEM, "bound coefficients of %lld rows",
                       (long long)cfg->N);
         goto done;
       }
-      bshare -= (size_t)cfg->N * c->nc * sizeof *c->scoef;
+      bshare -= (size_t)cfg->N * (c->nc * sizeof *c->scoef + scr);
       /* With a screen (model.h: scan_upper) an f32 copy of every row and
        * its features' norm let a scan rule out most rows with a
        * single-precision product: the copy's bandwidth is half the data
@@ -876,12 +932,11 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
           nd * (double)(c->nc * sizeof(double) + (c->W + 1) * sizeof(float))
           <= 0.5 * (double)room ){
         c->sxf = fly_alloc_array((size_t)cfg->N * c->W, sizeof *c->sxf);
-        c->sxn = fly_alloc_array((size_t)cfg->N, sizeof *c->sxn);
-        if( !c->sxf || !c->sxn ){
+        if( !c->sxf ){
           rc = fly_fail(err, FLY_NOMEM, "f32 copy of %lld rows", (long long)cfg->N);
           goto done;
         }
-        bshare -= (size_t)cfg->N * (c->W + 1) * sizeof(float);
+        bshare -= (size_t)cfg->N * c->W * sizeof(float);
       }
     }
     if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id, bshare,
@@ -983,6 +1038,7 @@ void fly_chain_close(fly_chain *c)
   fly_sketch_at_free(&c->skat);
   fly_free(c->cxi);
   fly_free(c->ccf);
+  fly_free(c->cxf);
   fly_free(c->tcoef);
   fly_free(c->scoef);
   fly_free(c->sxf);

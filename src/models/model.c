@@ -16,6 +16,7 @@
  */
 #include "model.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -107,15 +108,17 @@ void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
 void fly_model_scan_rows(const fly_model *m, const double *X, size_t ldx,
                          size_t n, float *Xf, float *xnorm)
 {
+  for( size_t j = 0; j < n * ldx; j++ ) Xf[j] = (float)X[j];
+  if( !xnorm ) return;
   for( size_t i = 0; i < n; i++ ){
     const double *x = X + i * ldx;
-    double q = 0;
-    for( size_t j = 0; j < ldx; j++ ) Xf[i * ldx + j] = (float)x[j];
-    for( size_t j = 0; j < m->D; j++ ) q += x[j] * x[j];
-    /* sqrt of a sum of D squares: within (D + 1) 2^-53 relative */
-    double up = sqrt(q) * (1.0 + 1e-12);
-    float f = (float)up;
-    if( (double)f < up ) f = nextafterf(f, INFINITY);
+    /* a sum of D squares in any order (BLAS's, vectorised) is within
+     * gamma_D = D u / (1 - D u) relative (u = 2^-53), its sqrt within half
+     * of that plus u: (D + 2) 2u covers both, and the product's rounding */
+    double q = m->D ? cblas_ddot((int)m->D, x, 1, x, 1) : 0.0;
+    double up = sqrt(q) * (1.0 + (double)(m->D + 2) * 0x1p-52);
+    float f = (float)(up * (1.0 + 0x1p-23));    /* up to f32: rounds up but */
+    if( (double)f < up ) f = nextafterf(f, INFINITY);   /* for subnormals */
     xnorm[i] = f;
   }
 }

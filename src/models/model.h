@@ -203,9 +203,9 @@ double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho);
 
 /* What scan_upper reads of n rows X (stride ldx): Xf = X rounded to f32
- * (stride ldx) and xnorm[i] >= the 2-norm of row i's m->D features (its
- * first m->D values), rounded up to f32 (+inf beyond FLT_MAX, NaN for a
- * NaN row). */
+ * (stride ldx) and, unless xnorm is NULL, xnorm[i] >= the 2-norm of row
+ * i's m->D features (its first m->D values), rounded up to f32 (+inf
+ * beyond FLT_MAX, NaN for a NaN row). */
 void   fly_model_scan_rows(const fly_model *m, const double *X, size_t ldx,
                            size_t n, float *Xf, float *xnorm);
 
