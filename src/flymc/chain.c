@@ -430,6 +430,27 @@ static void scan_eval(fly_chain *c, const double *X, const double *cf, size_t n)
   }
 }
 
+/* Rows row0 .. row0 + n of a screened scan, with the screen's bounds in
+ * cpbar: the dark rows, their uniforms in one call (the same stream as one
+ * draw a row, in row order), then the survivors, u < ub (u >= ub is ruled
+ * out, a NaN ub is not), compacted into cid (offsets from row0) and cu.
+ * Returns their number; they are counted as likelihood evaluations. */
+static size_t screen_survivors(fly_chain *c, int64_t row0, size_t n)
+{
+  size_t k = 0, dark = fly_zset_dark_in(c->br.z, row0, n, c->cid);
+  fly_rng_uniforms(&c->rng, c->cu, dark);
+  for(size_t j = 0; j < dark; j++){
+    int64_t i = c->cid[j];
+    if( c->cu[j] >= c->cpbar[i] ) continue;
+    c->cid[k] = i;                  /* k <= j: not read again */
+    c->cu[k++] = c->cu[j];
+  }
+  c->n_screened += (int64_t)(dark - k);
+  c->n_survived += (int64_t)k;
+  c->n_lik += (int64_t)k;
+  return k;
+}
+
 /* A scan with every row's coefficients and f32 copy kept (model.h:
  * scan_upper): block by block, the screen bounds each row's p, every dark
  * row draws its u in row order as the page scan does, and only rows with
@@ -444,26 +465,15 @@ static fly_rc scan_screened(fly_chain *c, fly_err *err)
   fly_rc rc = cand_reserve(c, SCAN_BLOCK, err);
   if( rc ) return rc;
   for(int64_t b0 = 0; b0 < N; b0 += SCAN_BLOCK){
-    size_t n = N - b0 < SCAN_BLOCK ? (size_t)(N - b0) : SCAN_BLOCK, k = 0, nb = 0;
+    size_t n = N - b0 < SCAN_BLOCK ? (size_t)(N - b0) : SCAN_BLOCK, nb = 0;
     m->type->scan_upper(m, c->th, c->sxf + (size_t)b0 * c->W, c->W, c->sxn + b0,
                         c->scoef + (size_t)b0 * c->nc, n, c->cpbar, c->work);
-    /* the dark rows, their uniforms in one call (the same stream as one
-     * draw a row), then the survivors: u >= ub is ruled out, a NaN ub is
-     * not */
-    size_t dark = fly_zset_dark_in(c->br.z, b0, n, c->cid);
-    fly_rng_uniforms(&c->rng, c->cu, dark);
-    for(size_t j = 0; j < dark; j++){
-      int64_t i = c->cid[j];
-      if( c->cu[j] >= c->cpbar[i] ) continue;
-      c->cid[k] = b0 + i;           /* k <= j: not read again */
-      c->cu[k] = c->cu[j];
-      memcpy(c->ccf + k * c->nc, c->scoef + (size_t)(b0 + i) * c->nc,
+    size_t k = screen_survivors(c, b0, n);
+    for(size_t j = 0; j < k; j++){
+      c->cid[j] += b0;              /* rows, to read */
+      memcpy(c->ccf + j * c->nc, c->scoef + (size_t)c->cid[j] * c->nc,
              c->nc * sizeof *c->ccf);
-      k++;
     }
-    c->n_screened += (int64_t)(dark - k);
-    c->n_survived += (int64_t)k;
-    c->n_lik += (int64_t)k;
     c->n_reads += (int64_t)k;
     if( k == 0 ) continue;
     fly_prof_push(&c->prof, FLY_PROF_READ);
@@ -509,24 +519,15 @@ static fly_rc scan_page_screened(fly_chain *c, const double *X, const double *Bd
                                  float *xf, float *xn, fly_err *err)
 {
   const fly_model *m = c->m;
-  size_t k = 0;
   fly_model_scan_rows(m, X, c->W, n, xf, xn);
   m->type->scan_upper(m, c->th, xf, c->W, c->sxn + row0, cf, n, c->cpbar, c->work);
-  size_t dark = fly_zset_dark_in(c->br.z, row0, n, c->cid);
-  fly_rng_uniforms(&c->rng, c->cu, dark);
-  for(size_t j = 0; j < dark; j++){
-    int64_t i = c->cid[j];
-    if( c->cu[j] >= c->cpbar[i] ) continue;
-    c->cid[k] = i;                  /* k <= j: not read again */
-    c->cu[k] = c->cu[j];
-    m->type->eval_coef(m, c->th, X + (size_t)i * c->W, c->W, cf + (size_t)i * c->nc, 1,
-                       c->logL + k, c->logB + k, c->work);
-    c->cgap[k] = c->logB[k] - c->logL[k];
-    k++;
+  size_t k = screen_survivors(c, row0, n);
+  for(size_t j = 0; j < k; j++){
+    size_t i = (size_t)c->cid[j];
+    m->type->eval_coef(m, c->th, X + i * c->W, c->W, cf + i * c->nc, 1,
+                       c->logL + j, c->logB + j, c->work);
+    c->cgap[j] = c->logB[j] - c->logL[j];
   }
-  c->n_screened += (int64_t)(dark - k);
-  c->n_survived += (int64_t)k;
-  c->n_lik += (int64_t)k;
   fly_vexpm1(c->cgap, c->cgap, k);
   for(size_t j = 0; j < k; j++){
     size_t i = (size_t)c->cid[j];

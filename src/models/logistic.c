@@ -229,12 +229,6 @@ static void coef(const fly_model *m, const double *X, size_t ldx,
   }
 }
 
-/* log B = a s^2 + s/2 + c from a row's coefficients. */
-static inline double jj_logB(const double *r, double s)
-{
-  return r[0] * s * s + 0.5 * s + r[1];
-}
-
 static void eval_coef(const fly_model *m, const double *th, const double *X,
                       size_t ldx, const double *cf, size_t n, double *logL,
                       double *logB, double *work)
@@ -244,7 +238,10 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
   for( size_t i = 0; i < n; i++ ) work[i] *= tsign(X, ldx, m->tcol, i);
   fly_vlogsig(work, logL, n);
   if( logB )
-    for( size_t i = 0; i < n; i++ ) logB[i] = jj_logB(cf + NC * i, work[i]);
+    for( size_t i = 0; i < n; i++ ){
+      double s = work[i];
+      logB[i] = cf[NC * i] * s * s + 0.5 * s + cf[NC * i + 1];
+    }
 }
 
 /* Screen of a gibbs scan (model.h: scan_upper).  log sigma(s) - s/2 =
