@@ -12,15 +12,8 @@
 # of xi the mean over draws of sum_n p_n = sum_n 1 - B_n/L_n is printed: the
 # expected bright count of a chain at stationarity.
 args <- commandArgs(TRUE)
-hex2dbl <- function(f) {
-  h <- readLines(f)
-  r <- as.raw(strtoi(substring(h, seq(1, nchar(h), 2), seq(2, nchar(h), 2)), 16L))
-  readBin(r, "double", n = length(r) / 8, endian = "little")
-}
-d <- read.csv(args[1])
-th <- hex2dbl(args[2]); P <- length(th)
-S <- matrix(hex2dbl(args[3]), P, P)
-X <- cbind(1, as.matrix(d[, setdiff(names(d), "y")])) * (2 * d$y - 1)
+source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1])), "lib.R"))
+invisible(list2env(logistic_store(args), environment()))   # th, P, S, X
 smap <- drop(X %*% th)
 v <- rowSums((X %*% S) * X)                 # Laplace variance of each s_n
 w <- read.csv(args[4]); w <- w[w$warmup == 0, ]
@@ -36,3 +29,14 @@ cat(sprintf("draws %d, rows %d\n", ncol(Sd), nrow(Sd)))
 cat(sprintf("xi = |s_map| (MAP tuning):             %.1f bright rows\n", ev(abs(smap))))
 cat(sprintf("xi^2 = s_map^2 + Laplace var(s):       %.1f\n", ev(sqrt(smap^2 + v))))
 cat(sprintf("xi^2 = E[s^2] over the draws (oracle): %.1f\n", ev(sqrt(rowMeans(Sd^2)))))
+# Each row's own best xi, from a grid of multiples of its oracle xi above:
+# the least expected bright count any Jaakkola-Jordan bounds reach on these
+# draws.  Any concave quadratic lower bound of log sigma in s (what collapses
+# into moments) lies below one of them: raised until it touches log sigma
+# at some s0, its curvature must be at least JJ's at xi = |s0|, or it
+# crosses log sigma near -s0.  So this is a floor for every such bound.
+xo <- sqrt(rowMeans(Sd^2))
+best <- rep(Inf, nrow(Sd))
+for (f in seq(0.5, 1.5, by = 0.01))
+  best <- pmin(best, rowMeans(pbright(Sd, f * xo)))
+cat(sprintf("each row's best xi in (0.5 .. 1.5) x oracle: %.1f (least over the grid)\n", sum(best)))

@@ -1,7 +1,8 @@
 /*
  * chain_impl.h -- inside one chain: the state that chain.c (targets, life
- * cycle, checkpoints) and zstep.c (the z step's modes) share.  Not for
- * other modules: they see a chain through chain.h.
+ * cycle, checkpoints), zstep.c (the z step's modes) and chainbuf.c (the
+ * buffers both grow) share.  Not for other modules: they see a chain
+ * through chain.h.
  */
 #ifndef FLY_CHAIN_IMPL_H
 #define FLY_CHAIN_IMPL_H
