@@ -49,6 +49,14 @@ bench table1 --model logistic --theta-steps 2
 shape 11 2 "regular MCMC |" 11
 out_has "MAP-tuned FlyMC (implicit q = 0.01, 2 θ updates)" "θ updates per z update: 2"
 ok "table1 --theta-steps 2"
+bench table1 --model logistic --algorithms implicit,untuned
+shape 11 2 "regular MCMC |" 11
+[ "$(grep -c '^| ' "$T/out")" = 4 ] || fail "table1 --algorithms: want a header and 3 rows"
+out_has "untuned FlyMC" "MAP-tuned FlyMC (implicit q = 0.01)"
+if grep -q "Gibbs by thinning" "$T/out"; then fail "table1 --algorithms ran gibbs"; fi
+[ "$(grep -o '^| [a-zA-Z-]* ' "$T/out" | tr -d '| ' | tr '\n' ' ')" = "algorithm regular untuned MAP-tuned " ] ||
+  fail "table1 --algorithms: rows out of table order"
+ok "table1 --algorithms implicit,untuned: regular and those rows, in table order"
 
 bench scaling --modes "regular gibbs gibbs:1"
 shape 12 3 "1000 | regular |" 11
@@ -90,5 +98,7 @@ ok "rows"
 expect 2 "$TOP/tools/bench" rows --smoke --append --build "$BUILD" --dir "$T/w/bench"
 err_has "not appending"
 expect 2 "$TOP/tools/bench" table1 --no-such-option
+expect 2 "$TOP/tools/bench" table1 --smoke --algorithms gibbs,nuts --build "$BUILD" --dir "$T/w/bench"
+err_has "not 'nuts'"
 [ "$(cd "$TOP" && cat docs/*.md | sha256sum)" = "$docs_before" ] || fail "tools/bench --smoke changed docs/"
 ok "--smoke never appends; docs/ unchanged"
