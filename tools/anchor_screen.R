@@ -26,7 +26,6 @@ Si <- solve(S)
 xi <- abs(drop(X %*% th))
 w <- sqrt(rowSums((X %*% S) * X))
 a <- ifelse(xi < 1e-6, 1/8, tanh(xi / 2) / (4 * xi))         # |a(xi)|
-logsig <- function(s) ifelse(s > 0, -log1p(exp(-s)), s - log1p(exp(s)))
 pbright <- function(s) {
   gap <- logsig(s) - logsig(xi) - (s - xi) / 2 + a * (s^2 - xi^2)
   -expm1(-pmax(gap, 0))

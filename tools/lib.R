@@ -1,6 +1,7 @@
 # lib.R -- what the R scripts of tools/ that read a tuned logistic store
-# share: its MAP and Laplace covariance (hex dumps of bound_set's BLOBs) and
-# the signed design matrix.  source()d by xi_floor.R and anchor_screen.R.
+# share: its MAP and Laplace covariance (hex dumps of bound_set's BLOBs), the
+# signed design matrix, and log sigma.  source()d by xi_floor.R and
+# anchor_screen.R.
 
 # The f64 values of a BLOB dumped by sqlite3's hex() into file f.
 hex2dbl <- function(f) {
@@ -19,3 +20,5 @@ logistic_store <- function(args) {
        X = cbind(1, as.matrix(d[, setdiff(names(d), "y")])) * (2 * d$y - 1))
 }
 
+# log sigma(s), without overflow for large |s|.
+logsig <- function(s) ifelse(s > 0, -log1p(exp(-s)), s - log1p(exp(s)))

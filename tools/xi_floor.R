@@ -18,7 +18,6 @@ smap <- drop(X %*% th)
 v <- rowSums((X %*% S) * X)                 # Laplace variance of each s_n
 w <- read.csv(args[4]); w <- w[w$warmup == 0, ]
 Sd <- X %*% t(as.matrix(w[seq(1, nrow(w), by = 20), 4:ncol(w)]))   # N x draws
-logsig <- function(s) ifelse(s > 0, -log1p(exp(-s)), s - log1p(exp(s)))
 pbright <- function(s, xi) {
   a <- ifelse(xi < 1e-6, -1/8, -tanh(xi / 2) / (4 * xi))
   logB <- a * s^2 + s / 2 - a * xi^2 + xi / 2 - (xi + log1p(exp(-xi)))

@@ -73,8 +73,9 @@ fly_rc fly_chain_ev_reserve(fly_chain *c, size_t n, fly_err *err);
 fly_rc fly_chain_cand_reserve(fly_chain *c, size_t n, fly_err *err);
 
 /* The z step's modes (zstep.c), each inside the caller's read transaction.
- * fly_zstep_scan is exact Gibbs for every row by a sequential scan (the
- * first z step of the explicit and implicit modes). */
+ * fly_zstep_scan is exact Gibbs for every row by a sequential scan: the
+ * first z step of the explicit and implicit modes, and gibbs' own step
+ * where thinning would read more rows than a scan. */
 fly_rc fly_zstep_explicit(fly_chain *c, fly_err *err);
 fly_rc fly_zstep_implicit(fly_chain *c, fly_err *err);
 fly_rc fly_zstep_gibbs(fly_chain *c, fly_err *err);
