@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "models/model.h"
 #include "modelopt.h"
+#include "run/run.h"
 #include "store/db.h"
 #include "tune/tune.h"
 
@@ -31,8 +31,9 @@ int fly_cmd_tune(int argc, char **argv)
   fly_db *db = NULL;
   fly_bounds *bd = NULL;
   fly_tune_opts to;
-  fly_model m;
-  int64_t ds = 0, bs = 0;
+  fly_model_spec spec;
+  unsigned given = 0;
+  int usage = 0;
   const char *synopsis = "[options]";
   fly_rc rc;
 
@@ -54,17 +55,18 @@ int fly_cmd_tune(int argc, char **argv)
     fly_fail(&err, FLY_MISUSE, "--bounds: '%s' is not map or fixed[=xi]", to.tuning);
     return fly_usage_error(&a, "tune", synopsis, &err);
   }
+  if( fly_modelopt_spec(&a, &spec, &given, &err) )
+    return fly_usage_error(&a, "tune", synopsis, &err);
   rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), 0, &db, &err);
-  if( rc == FLY_OK ) rc = fly_db_dataset_id(db, fly_args_str(&a, "data", NULL), &ds, &err);
-  if( rc == FLY_OK && (rc = fly_modelopt_resolve(&a, db, ds, &m, &err)) == FLY_MISUSE ){
+  if( rc == FLY_OK &&
+      (rc = fly_run_tune(db, fly_args_str(&a, "data", NULL), &spec, &to, &bd, &usage,
+                         &err)) && usage ){
     fly_db_close(db);
     return fly_usage_error(&a, "tune", synopsis, &err);
   }
-  if( rc == FLY_OK ) rc = fly_tune_get(db, ds, &m, &to, &bs, &err);
-  if( rc == FLY_OK ) rc = fly_bounds_load(db, bs, &m, &bd, &err);
   if( rc == FLY_OK ){
     printf("bound set %lld: %s bounds, MAP log posterior %.6g after %d L-BFGS iterations "
-           "(|grad| %.3g), built in %.2f s\n", (long long)bs, bd->tuned ? "MAP-tuned" : "fixed",
+           "(|grad| %.3g), built in %.2f s\n", (long long)bd->id, bd->tuned ? "MAP-tuned" : "fixed",
            bd->map_logpost, bd->map_iters, bd->map_grad_norm, bd->tune_seconds);
     printf("%-6s %14s %14s\n", "param", "MAP", "Laplace sd");
     for(size_t i = 0; i < bd->P; i++)

@@ -298,7 +298,9 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # ---- a run stored before --theta-steps existed ---------------------------
 # Such runs made one theta update per iteration in every z mode, and their
 # run_config has no theta-steps row: --resume must not give them the gibbs
-# default.  Emulated by a killed --theta-steps 1 run whose row is removed.
+# default.  Emulated by a killed --theta-steps 1 run whose row is removed
+# and whose file is taken back to schema version 5 (no typed run_setting),
+# so the migration rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
 before=$ref1
@@ -309,8 +311,10 @@ run=$(last_run)
 wait_draws "$run" 0 || true
 kill_at 9 0
 [ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
-q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps'" >/dev/null
+q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps';
+       DROP TABLE run_setting; PRAGMA user_version = 5" >/dev/null
 expect 0 "$FLYDB" sample --db $db --resume "$run"
+eq "migrated theta steps" "$(q $db "SELECT theta_steps FROM run_setting WHERE run_id = $run")" 1
 cmp_runs "$ref1" "$run"
 ok "a run without a stored --theta-steps resumes with one theta update per iteration"
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A database written by an earlier release (fixtures/release-d10e41a.db,
+# made by flydb built from commit d10e41a, schema version 5): toy logistic
+# data, run 1 complete (--iters 20000 --thin 100 --seed 5) and run 2 with
+# the same options stopped by ^C at about 8,600 iterations.  Today's flydb
+# must open it (migrating it to the typed run_setting), summarise run 1,
+# resume run 2 from its stored configuration to exactly the draws of run 1,
+# and find nothing wrong with it.
+. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+
+cp "$FIX/release-d10e41a.db" old.db
+eq "fixture schema" "$(q old.db "PRAGMA user_version")" 5
+eq "fixture runs" "$(q old.db "SELECT group_concat(id || ':' || status) FROM run")" \
+   "1:done,2:running"
+
+expect 0 "$FLYDB" summary 1 --db old.db
+out_has "ess_bulk" "(Intercept)"
+ok "run 1 of the old file summarises"
+
+eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" "6 2"
+eq "typed setting of run 2" \
+   "$(q old.db "SELECT prior, prior_scale, bounds, theta_steps, proposal, init, sketch,
+                       checkpoint_every FROM run_setting WHERE run_id = 2")" \
+   "$(printf 'normal\t1.0\tmap\t32\tlaplace\tlaplace\t1\t500')"
+ok "the migration gives both runs their typed setting"
+
+expect 0 "$FLYDB" sample --db old.db --resume 2 --quiet
+eq "run 2 status" "$(q old.db "SELECT status FROM run WHERE id = 2")" done
+draws() { q old.db "SELECT chain, iter, idx, printf('%!.17g', value) FROM draw
+                    WHERE run_id = $1 ORDER BY 1, 2, 3" | md5sum; }
+eq "resumed draws" "$(draws 2)" "$(draws 1)"
+eq "resumed diagnostics" \
+   "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 2
+                ORDER BY 1, 2" | md5sum)" \
+   "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 1
+                ORDER BY 1, 2" | md5sum)"
+ok "run 2 resumes from the old checkpoints to exactly the draws of run 1"
+
+expect 0 "$FLYDB" check --db old.db
+ok "flydb check finds nothing wrong with the migrated file"
