@@ -304,7 +304,7 @@ static fly_rc resolve(fly_args *a, sample_cfg *sc, fly_err *err)
   if( (rc = fly_args_int(a, "leapfrog", 16, 1, 100000, &sc->n_leap, err)) ) return rc;
   /* A z step costs its row reads, an MH theta update O(P^2 + bright rows):
    * with the thinned z step several MH updates per z update are nearly free
-   * and mix theta much better (docs/benchmarks.md).  A gradient or slice
+   * and mix theta much better (docs/performance.md §2.3).  A gradient or slice
    * update costs many bright-row passes (HMC: --leapfrog of them), and 32 of
    * them made HMC 11x slower in ESS/s on the Fashion-MNIST pair, so those
    * kernels, like implicit and explicit (whose counts Table 1 assumes), keep
