@@ -3,7 +3,7 @@
 --
 -- Why: the long table took one B-tree insert per parameter per iteration,
 -- 2-4 us each, so writing the trace cost more than a FlyMC iteration
--- (docs/benchmarks.md, "Writing draws").  A block row holds parameters
+-- (docs/archive/benchmarks.md, "Writing draws").  A block row holds parameters
 -- 64 blk .. 64 blk + 63 of one iteration in columns v0..v63 (NULL past the
 -- last parameter): one insert per iteration for up to 64 parameters.  The
 -- values stay SQLite REALs, so the views below are plain SQL, exact, and

@@ -1,7 +1,7 @@
 # anchor_screen.R -- could a gibbs scan skip most of its single-precision
 # product by bounding each row's linear predictor from an earlier theta?
-# (docs/benchmarks.md, "A screen anchored at an earlier theta").  Logistic
-# only; measures, from a chain's own draws, how many rows such a bound would
+# (docs/archive/benchmarks.md, "A screen anchored at an earlier theta").
+# Logistic only; measures, from a chain's own draws, how many rows such a bound would
 # let through.
 #
 #   sqlite3 DB "SELECT hex(theta_map) FROM bound_set WHERE id = B" > thmap.hex

@@ -1,6 +1,6 @@
 # xi_floor.R -- how many rows a FlyMC chain keeps bright on average under
 # other choices of the Jaakkola-Jordan xi, from draws of the exact posterior
-# (docs/benchmarks.md, "Could other xi reach 2% of N").  Logistic only.
+# (docs/archive/benchmarks.md, "Could other xi reach 2% of N").  Logistic only.
 #
 #   sqlite3 DB "SELECT hex(theta_map) FROM bound_set WHERE id = B" > thmap.hex
 #   sqlite3 DB "SELECT hex(laplace_cov) FROM bound_set WHERE id = B" > cov.hex

@@ -1,6 +1,6 @@
 /*
  * buckets.h -- rows grouped by their gap key, for Gibbs refreshes of z by
- * thinning (DESIGN.md section 2).
+ * thinning (docs/design.md §5.3).
  *
  * Every row has a key (stored in its bound page) such that its gap, and
  * hence its probability of being bright, is bounded by a function of the

@@ -15,7 +15,7 @@
  * leaves p(theta | z) invariant, so the alternation still leaves the joint
  * p(theta, z | x) invariant, and one costs O(P^2 + bright rows) against a
  * z step's row reads, so several per z step buy mixing in theta almost for
- * free (docs/benchmarks.md, "theta updates per z update").
+ * free (docs/performance.md §2.3).
  *
  * Z step: zstep.c, whose file comment says how each mode works.
  *

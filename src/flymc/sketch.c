@@ -22,9 +22,9 @@
  *
  * Why 5 bits in 15 bytes, not 4 in 13: with |x'd| known exactly the
  * models' bound keeps about as many candidates as turn bright; 4-bit codes
- * kept twice that, every extra one a random page fetch (docs/benchmarks.md,
- * "What the thinning still wastes").  Error code and scale share the two
- * bytes the 21 coordinates leave.
+ * kept twice that, every extra one a random page fetch
+ * (docs/archive/benchmarks.md, "What the thinning still wastes").  Error
+ * code and scale share the two bytes the 21 coordinates leave.
  *
  * Any invertible L makes x'd = (L^-1 x)'(L'd) exact; the bound set's
  * Cholesky factor of key_prec (the thinning metric: the Laplace precision

@@ -24,7 +24,7 @@
  * rho_k per d_k, and rho = sqrt(sum_k rho_k^2); the coordinates are those
  * of key_prec (D x D) for every model.
  *
- * Memory: FLY_SKETCH_BYTES a row whatever D and K (DESIGN.md section 4:
+ * Memory: FLY_SKETCH_BYTES a row whatever D and K (docs/design.md §13:
  * tens of bytes a row, independent of D), plus D^2 doubles.  Built by one
  * sequential scan of the data pages (which threads may share); shared
  * read-only by the chains.

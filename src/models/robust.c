@@ -44,8 +44,9 @@
  *  (outward, |r| >= b)  w >= 1 and phi'' = 1/w^2 <= 1 there, so
  *        phi(w) <= (w-1)^2/2, and |r^2 - b^2| = (|r| - b)(|r| + b)
  *        <= rho (2b + rho):   gap <= (h/2) rho^2 (2b + rho)^2 / V^2.
- *        (DESIGN.md's (nu+1)/(4 nu^2) rho^2 (2|xi| + rho)^2 is this with V
- *        replaced by nu <= V, and holds inward too, where the next bound
+ *        (The simpler (nu+1)/(4 nu^2) rho^2 (2|xi| + rho)^2 of
+ *        docs/design.md §5.1 is this with V replaced by nu <= V, and holds
+ *        inward too, where the next bound
  *        with w >= nu/V gives h Delta^2/(2 nu V), Delta = rho (2b + rho);
  *        but it grows like xi^2 where the true gap decays like 1/xi^2.)
  *  (inward, |r| = s < b)  phi(w) = int_w^1 (1-t)/t dt <= (1-w)^2/(2w),
@@ -82,7 +83,7 @@
  * 0.11 (nu = 30) against 0.14 / 0.03 for the local Lam (the ideal), and
  * 0.54 / 0.51 for the best key of logistic.c's form key max(1, R^2), which
  * must also hold for large rho; outliers (b >> sqrt nu) get at most
- * kc -> h/(8 nu), less than typical rows.  A key built on DESIGN.md's form,
+ * kc -> h/(8 nu), less than typical rows.  A key built on that simpler form,
  * e.g. k = max(A b, A^2) with gap <= (nu+1)/(4 nu^2) R^2 k^2 (2 + R)^2, is
  * valid but about 0.5 (2 + R)^2 times looser near the posterior at nu = 4
  * (R^2 ~ D: 6x at D = 2, 20x at D = 20; unbounded mean for nu <= 2).  The

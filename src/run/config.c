@@ -103,7 +103,7 @@ fly_rc fly_run_cfg_resolve(fly_run_cfg *c, fly_err *err)
   NEED(fly_kernel_name(c->kernel)[0] != '?', "--sampler: unknown kernel %d", (int)c->kernel);
   /* A z step costs its row reads, an MH theta update O(P^2 + bright rows):
    * with the thinned z step several MH updates per z update are nearly free
-   * and mix theta much better (docs/performance.md).  A gradient or slice
+   * and mix theta much better (docs/performance.md §2.3).  A gradient or slice
    * update costs many bright-row passes (HMC: leapfrog of them), so those
    * kernels, like implicit and explicit (whose counts Table 1 assumes), keep
    * the paper's one update. */

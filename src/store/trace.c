@@ -10,7 +10,8 @@
  * prepared statement whose run and chain are bound once, inside one
  * transaction per batch.  The long table of version 2 took one insert per
  * parameter, 2-4 us each, more than a FlyMC iteration, and version 3 one
- * more insert for the diagnostics (docs/benchmarks.md, "Writing draws").
+ * more insert for the diagnostics (docs/archive/benchmarks.md, "Writing
+ * draws").
  */
 #include "store/trace.h"
 

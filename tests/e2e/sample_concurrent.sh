@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Readers during a run (WAL, DESIGN.md section 3): while `flydb sample`
+# Readers during a run (WAL, docs/design.md §12.6): while `flydb sample`
 # writes, `sqlite3` queries and `flydb summary` / `flydb info` on the same
 # file succeed (no "database is locked"), the draw count never decreases,
 # and every snapshot is transactionally consistent (each chain's draws end

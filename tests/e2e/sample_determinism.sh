@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Same seed => bit-identical draws (DESIGN.md section 6), in every z mode:
+# Same seed => bit-identical draws (docs/design.md §10), in every z mode:
 # gibbs (the default), --regular, --z implicit, --z explicit and implicit
 # with --bounds fixed.  A different seed gives different draws.  The draws
 # do not depend on how they are written (--checkpoint-every), on --thin

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An interrupted run resumed from its checkpoints yields exactly the draws
-# of an uninterrupted one (DESIGN.md section 6).
+# of an uninterrupted one (docs/design.md §11.3).
 #
 # For each configuration: a reference run R; then the same run killed with
 # SIGKILL at a random moment (a random fraction of R's wall time), checked

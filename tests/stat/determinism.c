@@ -1,5 +1,5 @@
 /*
- * determinism.c -- same seed => bit-identical draws (DESIGN.md section 6).
+ * determinism.c -- same seed => bit-identical draws (docs/design.md §10).
  *
  *   determinism FLYDB [SEED]
  *

@@ -1,6 +1,6 @@
 /*
  * modes_agree.c -- every z-update mode agrees with --regular on a
- * 21-parameter problem (DESIGN.md section 6, "FlyMC vs --regular").
+ * 21-parameter problem (docs/design.md §14).
  *
  *   modes_agree FLYDB [SEED]
  *

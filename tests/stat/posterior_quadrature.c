@@ -1,6 +1,6 @@
 /*
  * posterior_quadrature.c -- statistical exactness of every z-update mode
- * against the posterior computed by quadrature (DESIGN.md section 6).
+ * against the posterior computed by quadrature (docs/design.md §14).
  *
  *   posterior_quadrature FLYDB [SEED]
  *

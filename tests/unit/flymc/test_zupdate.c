@@ -2,7 +2,7 @@
  * test_zupdate.c -- the z updates in isolation at a fixed theta.
  *
  * Given theta the z_n are independent with p(z_n = 1) = p_n =
- * 1 - exp(-gap_n(theta)) (DESIGN.md section 2).  A small store (N = 300
+ * 1 - exp(-gap_n(theta)) (docs/design.md §3).  A small store (N = 300
  * rows, intercept + 2 features, 64-row pages) is tuned with MAP and with
  * fixed bounds; for each z mode (gibbs; implicit and explicit with MAP
  * bounds; implicit and explicit with fixed bounds) a chain is opened, theta
