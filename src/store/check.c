@@ -49,3 +49,16 @@ const char *fly_check_span(char *buf, size_t n, int64_t a, int64_t b)
   else snprintf(buf, n, "%lld..%lld", (long long)a, (long long)b);
   return buf;
 }
+
+sqlite3_stmt *fly_check_prepare(fly_db *db, fly_checker *ck, const char *sql)
+{
+  sqlite3_stmt *st = NULL;
+  fly_err e = {0};
+  if( fly_db_prepare(db, sql, &st, &e) ) fly_check_problem(ck, "%s", e.msg);
+  return st;
+}
+
+void fly_check_step_failed(fly_db *db, fly_checker *ck, const char *what)
+{
+  fly_check_problem(ck, "%s: %s", what, sqlite3_errmsg(fly_db_sqlite(db)));
+}

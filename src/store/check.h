@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/db.h"
+
 /* One problem: scope (never NULL, "" for none) and what is wrong (never
  * NULL, one line).  Both are valid only during the call. */
 typedef void fly_check_report(void *ctx, const char *scope, const char *what);
@@ -43,6 +45,13 @@ void fly_check_problem(fly_checker *ck, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)))
 #endif
   ;
+
+/* Prepare sql; a statement that cannot be prepared (a damaged file, a
+ * missing table) is reported as a problem and gives NULL. */
+sqlite3_stmt *fly_check_prepare(fly_db *db, fly_checker *ck, const char *sql);
+
+/* Report a failed step: "<what>: <SQLite's message>". */
+void fly_check_step_failed(fly_db *db, fly_checker *ck, const char *what);
 
 /* Tolerances shared by the checkers.  Recomputing in the same order with
  * the same code gives the same bits, so the slack only absorbs summation

@@ -16,21 +16,6 @@
 
 #define MAX_CHAINS   (1 << 20)     /* beyond this n_chains is corrupt */
 
-/* A statement that could not be prepared or stepped is a problem too (a
- * damaged file, a missing table). */
-static sqlite3_stmt *prep(fly_db *db, fly_checker *ck, const char *sql)
-{
-  sqlite3_stmt *st = NULL;
-  fly_err e = {0};
-  if( fly_db_prepare(db, sql, &st, &e) ) fly_check_problem(ck, "%s", e.msg);
-  return st;
-}
-
-static void step_failed(fly_db *db, fly_checker *ck, const char *what)
-{
-  fly_check_problem(ck, "%s: %s", what, sqlite3_errmsg(fly_db_sqlite(db)));
-}
-
 
 typedef struct runinfo {
   int64_t id, n_chains, n_warmup, n_iters, thin, P;
@@ -41,8 +26,9 @@ typedef struct runinfo {
 
 static void check_params(fly_db *db, fly_checker *ck, const runinfo *r)
 {
-  sqlite3_stmt *st = prep(db, ck, "SELECT idx FROM param WHERE run_id = ?1"
-                          " ORDER BY idx");
+  sqlite3_stmt *st = fly_check_prepare(db, ck,
+      "SELECT idx FROM param WHERE run_id = ?1"
+      " ORDER BY idx");
   int64_t next = 0;
   char buf[48];
   int s;
@@ -59,7 +45,7 @@ static void check_params(fly_db *db, fly_checker *ck, const runinfo *r)
       fly_check_problem(ck, "param rows of idx %s missing", fly_check_span(buf, sizeof buf, next, i - 1));
     next = i + 1;
   }
-  if( s != SQLITE_DONE ) step_failed(db, ck, "reading table param");
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table param");
   else if( next < r->P )
     fly_check_problem(ck, "param rows of idx %s missing",
             fly_check_span(buf, sizeof buf, next, r->P - 1));
@@ -89,7 +75,7 @@ static void check_chain_rows(fly_db *db, fly_checker *ck, const runinfo *r, int6
                              int is_draw, int64_t last, const char *beyond)
 {
   const char *tab = is_draw ? "draw" : "iteration";
-  sqlite3_stmt *st = prep(db, ck, is_draw
+  sqlite3_stmt *st = fly_check_prepare(db, ck, is_draw
     ? "SELECT iter, count(value), min(idx), max(idx) FROM draw"
       " WHERE run_id = ?1 AND chain = ?2 GROUP BY iter ORDER BY iter"
     : "SELECT iter, 1, 0, 0 FROM iteration WHERE run_id = ?1 AND chain = ?2"
@@ -130,7 +116,7 @@ static void check_chain_rows(fly_db *db, fly_checker *ck, const runinfo *r, int6
               (long long)cnt, cnt == 1 ? "" : "s", fly_check_span(buf, sizeof buf, lo, hi),
               (long long)r->P - 1);
   }
-  if( s != SQLITE_DONE ) step_failed(db, ck, is_draw ? "reading table draw"
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, is_draw ? "reading table draw"
                                                  : "reading table iteration");
   else if( next <= end )
     fly_check_problem(ck, "chain %lld: %s rows missing for iteration%s %s%s",
@@ -147,7 +133,7 @@ static void check_chain_rows(fly_db *db, fly_checker *ck, const runinfo *r, int6
 static void check_stray_chains(fly_db *db, fly_checker *ck, const runinfo *r, const char *sql,
                                const char *tab)
 {
-  sqlite3_stmt *st = prep(db, ck, sql);
+  sqlite3_stmt *st = fly_check_prepare(db, ck, sql);
   int s;
   if( !st ) return;
   sqlite3_bind_int64(st, 1, r->id);
@@ -157,7 +143,7 @@ static void check_stray_chains(fly_db *db, fly_checker *ck, const runinfo *r, co
             (long long)sqlite3_column_int64(st, 1), tab,
             sqlite3_column_int64(st, 1) == 1 ? "" : "s",
             (long long)sqlite3_column_int64(st, 0), (long long)r->n_chains - 1);
-  if( s != SQLITE_DONE ) step_failed(db, ck, tab);
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, tab);
   sqlite3_finalize(st);
 }
 
@@ -209,7 +195,7 @@ static void check_run(fly_db *db, fly_checker *ck, sqlite3_stmt *row, fly_datase
   if( !ck_iter ){ fly_check_problem(ck, "out of memory for %lld chains",
                           (long long)r.n_chains); goto done; }
   for(int64_t c = 0; c < r.n_chains; c++) ck_iter[c] = -1;
-  if( (st = prep(db, ck, "SELECT chain, iter, state FROM checkpoint"
+  if( (st = fly_check_prepare(db, ck, "SELECT chain, iter, state FROM checkpoint"
                  " WHERE run_id = ?1 ORDER BY chain")) ){
     sqlite3_bind_int64(st, 1, r.id);
     while( (s = sqlite3_step(st)) == SQLITE_ROW ){
@@ -229,7 +215,7 @@ static void check_run(fly_db *db, fly_checker *ck, sqlite3_stmt *row, fly_datase
       ck_iter[c] = it;
       check_ckpt(db, ck, &r, c, p, len);
     }
-    if( s != SQLITE_DONE ) step_failed(db, ck, "reading table checkpoint");
+    if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table checkpoint");
     sqlite3_finalize(st);
   }
 
@@ -278,10 +264,11 @@ fly_rc fly_runs_check(fly_db *db, fly_dataset_checked *ds, size_t n_ds,
   *n_runs = 0;
   if( !ck ) return fly_fail(err, FLY_MISUSE, "fly_runs_check: no checker");
   fly_check_scope(ck, "table run");
-  st = prep(db, ck, "SELECT r.id, r.dataset_id, r.bound_set_id, r.z_mode,"
-            " r.n_chains, r.n_warmup, r.n_iters, r.thin, r.n_params, r.status,"
-            " b.n_params FROM run r LEFT JOIN bound_set b"
-            " ON b.id = r.bound_set_id ORDER BY r.id");
+  st = fly_check_prepare(db, ck,
+      "SELECT r.id, r.dataset_id, r.bound_set_id, r.z_mode,"
+      " r.n_chains, r.n_warmup, r.n_iters, r.thin, r.n_params, r.status,"
+      " b.n_params FROM run r LEFT JOIN bound_set b"
+      " ON b.id = r.bound_set_id ORDER BY r.id");
   if( !st ){ fly_check_scope(ck, "%s", ""); return FLY_OK; }
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
     check_run(db, ck, st, ds, n_ds);
@@ -289,7 +276,7 @@ fly_rc fly_runs_check(fly_db *db, fly_dataset_checked *ds, size_t n_ds,
   }
   if( s != SQLITE_DONE ){
     fly_check_scope(ck, "table run");
-    step_failed(db, ck, "reading table run");
+    fly_check_step_failed(db, ck, "reading table run");
   }
   fly_check_scope(ck, "%s", "");
   sqlite3_finalize(st);

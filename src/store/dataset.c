@@ -393,21 +393,6 @@ fly_rc fly_dataset_finish(fly_db *db, int64_t id, int64_t n_pages,
 
 /* ---- integrity check ------------------------------------------------ */
 
-/* A statement that could not be prepared is a problem (a damaged file, a
- * missing table). */
-static sqlite3_stmt *prep(fly_db *db, fly_checker *ck, const char *sql)
-{
-  sqlite3_stmt *st = NULL;
-  fly_err e = {0};
-  if( fly_db_prepare(db, sql, &st, &e) ) fly_check_problem(ck, "%s", e.msg);
-  return st;
-}
-
-static void step_failed(fly_db *db, fly_checker *ck, const char *what)
-{
-  fly_check_problem(ck, "%s: %s", what, sqlite3_errmsg(fly_db_sqlite(db)));
-}
-
 static void stats_page(void *u, int64_t k, const double *rows, size_t n)
 {
   (void)k;
@@ -420,9 +405,10 @@ static void check_columns(fly_db *db, fly_checker *ck,
                           const fly_dataset_checked *ds, int has_icpt,
                           const char *target, const fly_dataset_stats *rs)
 {
-  sqlite3_stmt *st = prep(db, ck, "SELECT idx, name, role, n, mean, sd, min, max"
-                          " FROM dataset_column WHERE dataset_id = ?1"
-                          " ORDER BY idx");
+  sqlite3_stmt *st = fly_check_prepare(db, ck,
+      "SELECT idx, name, role, n, mean, sd, min, max"
+      " FROM dataset_column WHERE dataset_id = ?1"
+      " ORDER BY idx");
   int64_t next = 0, w = ds->width;
   char buf[48];
   int s;
@@ -472,7 +458,7 @@ static void check_columns(fly_db *db, fly_checker *ck,
                           what[q], v[q], r[q]);
     }
   }
-  if( s != SQLITE_DONE ) step_failed(db, ck, "reading table dataset_column");
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table dataset_column");
   else if( next < w )
     fly_check_problem(ck, "dataset_column rows of column%s %s missing",
                       w - 1 > next ? "s" : "",
@@ -572,9 +558,10 @@ fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
   *pn = 0;
   if( !ck ) return fly_fail(err, FLY_MISUSE, "fly_dataset_check: no checker");
   fly_check_scope(ck, "table dataset");
-  st = prep(db, ck, "SELECT id, name, n_rows, width, n_features, has_intercept,"
-            " target_name, page_rows, n_pages, raw_bytes, stored_bytes, prec"
-            " FROM dataset ORDER BY id");
+  st = fly_check_prepare(db, ck,
+      "SELECT id, name, n_rows, width, n_features, has_intercept,"
+      " target_name, page_rows, n_pages, raw_bytes, stored_bytes, prec"
+      " FROM dataset ORDER BY id");
   if( !st ) goto done;
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
     if( n == cap ){
@@ -589,7 +576,7 @@ fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
   }
   if( s != SQLITE_DONE && s != SQLITE_ROW ){
     fly_check_scope(ck, "table dataset");
-    step_failed(db, ck, "reading table dataset");
+    fly_check_step_failed(db, ck, "reading table dataset");
   }
   sqlite3_finalize(st);
 done:

@@ -366,14 +366,6 @@ void fly_db_check_end(fly_db *db)
   fly_db_exec(db, "COMMIT", NULL);
 }
 
-static sqlite3_stmt *check_prep(fly_db *db, fly_checker *ck, const char *sql)
-{
-  sqlite3_stmt *st = NULL;
-  fly_err e = {0};
-  if( fly_db_prepare(db, sql, &st, &e) ) fly_check_problem(ck, "%s", e.msg);
-  return st;
-}
-
 void fly_db_check(fly_db *db, fly_checker *ck)
 {
   const char *pragma = ck->quick ? "PRAGMA quick_check" : "PRAGMA integrity_check";
@@ -381,7 +373,7 @@ void fly_db_check(fly_db *db, fly_checker *ck)
   int s;
 
   fly_check_scope(ck, "SQLite");
-  if( (st = check_prep(db, ck, pragma)) ){
+  if( (st = fly_check_prepare(db, ck, pragma)) ){
     while( (s = sqlite3_step(st)) == SQLITE_ROW ){
       const char *msg = (const char *)sqlite3_column_text(st, 0);
       if( !msg ){ fly_check_problem(ck, "%s: NULL", pragma + 7); continue; }
@@ -398,7 +390,7 @@ void fly_db_check(fly_db *db, fly_checker *ck)
       fly_check_problem(ck, "%s: %s", pragma + 7, sqlite3_errmsg(db->h));
     sqlite3_finalize(st);
   }
-  if( (st = check_prep(db, ck, "PRAGMA foreign_key_check")) ){
+  if( (st = fly_check_prepare(db, ck, "PRAGMA foreign_key_check")) ){
     while( (s = sqlite3_step(st)) == SQLITE_ROW ){
       const char *tab = (const char *)sqlite3_column_text(st, 0);
       const char *par = (const char *)sqlite3_column_text(st, 2);

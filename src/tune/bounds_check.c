@@ -30,19 +30,6 @@
 
 #define MAX_SECTIONS 8             /* moment sections of a model */
 
-static sqlite3_stmt *prep(fly_db *db, fly_checker *ck, const char *sql)
-{
-  sqlite3_stmt *st = NULL;
-  fly_err e = {0};
-  if( fly_db_prepare(db, sql, &st, &e) ) fly_check_problem(ck, "%s", e.msg);
-  return st;
-}
-
-static void step_failed(fly_db *db, fly_checker *ck, const char *what)
-{
-  fly_check_problem(ck, "%s: %s", what, sqlite3_errmsg(fly_db_sqlite(db)));
-}
-
 /* A blob of want doubles, all finite. */
 static void check_blob(fly_checker *ck, sqlite3_stmt *st, int col,
                        const char *what, size_t want)
@@ -146,8 +133,9 @@ static void compare_moments(fly_db *db, fly_checker *ck, int64_t id, const bscan
   if( off[n_sec] != b->n_mom ) return;
   seen = fly_alloc_array(b->n_mom ? b->n_mom : 1, 1);
   if( !seen ){ fly_check_problem(ck, "out of memory for %zu moments", b->n_mom); return; }
-  st = prep(db, ck, "SELECT name, i, j, value FROM moment WHERE bound_set_id = ?1"
-            " ORDER BY name, i, j");
+  st = fly_check_prepare(db, ck,
+      "SELECT name, i, j, value FROM moment WHERE bound_set_id = ?1"
+      " ORDER BY name, i, j");
   if( !st ) goto done;
   sqlite3_bind_int64(st, 1, id);
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
@@ -173,7 +161,7 @@ static void compare_moments(fly_db *db, fly_checker *ck, int64_t id, const bscan
               "data pages and the stored xi", name, (long long)i,
               (long long)j, v, b->mom[e]);
   }
-  if( s != SQLITE_DONE ) step_failed(db, ck, "reading table moment");
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table moment");
   else
     for(size_t q = 0; q < n_sec; q++)
       for(size_t i = 0; i < sec[q].rows; i++)
@@ -324,9 +312,10 @@ fly_rc fly_bounds_check(fly_db *db, fly_dataset_checked *ds, size_t n_ds,
   *n_sets = 0;
   if( !ck ) return fly_fail(err, FLY_MISUSE, "fly_bounds_check: no checker");
   fly_check_scope(ck, "table bound_set");
-  st = prep(db, ck, "SELECT id, dataset_id, model, model_opts, tuning, status,"
-            " n_params, width, page_rows, n_pages, theta_map, laplace_cov,"
-            " laplace_prec FROM bound_set ORDER BY id");
+  st = fly_check_prepare(db, ck,
+      "SELECT id, dataset_id, model, model_opts, tuning, status,"
+      " n_params, width, page_rows, n_pages, theta_map, laplace_cov,"
+      " laplace_prec FROM bound_set ORDER BY id");
   if( !st ){ fly_check_scope(ck, "%s", ""); return FLY_OK; }
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
     check_bound_set(db, ck, st, ds, n_ds);
@@ -334,7 +323,7 @@ fly_rc fly_bounds_check(fly_db *db, fly_dataset_checked *ds, size_t n_ds,
   }
   if( s != SQLITE_DONE ){
     fly_check_scope(ck, "table bound_set");
-    step_failed(db, ck, "reading table bound_set");
+    fly_check_step_failed(db, ck, "reading table bound_set");
   }
   fly_check_scope(ck, "%s", "");
   sqlite3_finalize(st);
