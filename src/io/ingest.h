@@ -69,8 +69,8 @@ typedef struct fly_ingest_result {
  *   FLY_MISUSE  a data set of that name exists, or bad options;
  *   FLY_IO      the input, the file system, or o->interrupt;
  *   FLY_SQL / FLY_CORRUPT / FLY_NOMEM otherwise.
- * On failure nothing is written (a new database is not created).  res may
- * be NULL. */
+ * On failure nothing is written (a new database is not created) and res
+ * is untouched; res may be NULL. */
 fly_rc fly_ingest(const char *db_path, FILE *in, const char *src_name,
                   const fly_ingest_opts *o, fly_ingest_result *res,
                   fly_err *err);
