@@ -10,28 +10,26 @@
 #include <string.h>
 
 #include "cli.h"
+#include "store/dataset.h"
 #include "store/db.h"
 #include "store/pages.h"
 #include "util/mem.h"
 
 static fly_rc dump(fly_db *db, const char *name, int with_icpt, fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
+  fly_dataset *d = NULL;
   fly_pages *p = NULL;
   double *rows = NULL;
   int64_t ds;
   int has_icpt = 0;
-  fly_rc rc = fly_db_dataset_id(db, name, &ds, err);
+  fly_rc rc = fly_dataset_find(db, name, &ds, err);
   if( rc ) return rc;
-  if( (rc = fly_db_prepare(db, "SELECT c.name, d.has_intercept FROM dataset_column c "
-                           "JOIN dataset d ON d.id = c.dataset_id WHERE c.dataset_id=?1 "
-                           "ORDER BY c.idx", &st, err)) ) return rc;
-  sqlite3_bind_int64(st, 1, ds);
-  int first = 1, col = 0;
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    has_icpt = sqlite3_column_int(st, 1);
-    if( col++ == 0 && has_icpt && !with_icpt ) continue;
-    const char *nm = (const char *)sqlite3_column_text(st, 0);
+  if( (rc = fly_dataset_load(db, ds, &d, err)) ) return rc;
+  int first = 1;
+  has_icpt = d->n_cols ? d->has_intercept : 0;
+  for(size_t col = 0; col < d->n_cols; col++){
+    if( col == 0 && has_icpt && !with_icpt ) continue;
+    const char *nm = d->cols[col].name ? d->cols[col].name : "";
     if( !first ) putchar(',');
     first = 0;
     if( strpbrk(nm, ",\"\r\n") ){
@@ -41,13 +39,13 @@ static fly_rc dump(fly_db *db, const char *name, int with_icpt, fly_err *err)
     }else fputs(nm, stdout);
   }
   putchar('\n');
-  sqlite3_finalize(st);
+  fly_dataset_free(d);
   if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &p, err)) ) return rc;
   const fly_pages_info *in = fly_pages_info_of(p);
   rows = fly_alloc_array((size_t)in->page_rows, in->width * sizeof *rows);
   if( !rows ){ rc = fly_fail(err, FLY_NOMEM, "dump"); goto done; }
   size_t j0 = has_icpt && !with_icpt ? 1 : 0;
-  fly_db_exec(db, "BEGIN", NULL);
+  int began = fly_db_read_begin(db);
   for(int64_t pg = 0; pg < in->n_pages && rc == FLY_OK; pg++){
     size_t n;
     if( (rc = fly_pages_read_page(p, pg, rows, &n, err)) ) break;
@@ -57,7 +55,7 @@ static fly_rc dump(fly_db *db, const char *name, int with_icpt, fly_err *err)
       putchar('\n');
     }
   }
-  fly_db_exec(db, "COMMIT", NULL);
+  fly_db_read_end(db, began);
   if( rc == FLY_OK && (fflush(stdout) != 0 || ferror(stdout)) )
     rc = fly_fail(err, FLY_IO, "writing the CSV to standard output failed");
 done:

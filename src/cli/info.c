@@ -7,7 +7,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "store/check_runs.h"
+#include "store/dataset.h"
 #include "store/db.h"
+#include "tune/bounds_check.h"
+#include "util/mem.h"
 
 static const char *human(double b, char *buf, size_t cap)
 {
@@ -18,94 +22,77 @@ static const char *human(double b, char *buf, size_t cap)
   return buf;
 }
 
-static fly_rc show_columns(fly_db *db, int64_t ds, fly_err *err)
+static void show_columns(const fly_dataset *ds)
 {
-  sqlite3_stmt *st = NULL;
-  fly_rc rc = fly_db_prepare(db, "SELECT idx, name, role, n, mean, sd, min, max "
-      "FROM dataset_column WHERE dataset_id=?1 ORDER BY idx", &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, ds);
   printf("    %4s  %-20s %-9s %12s %12s %12s %12s\n", "col", "name", "role",
          "mean", "sd", "min", "max");
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    printf("    %4d  %-20.20s %-9s %12.5g %12.5g %12.5g %12.5g\n",
-           sqlite3_column_int(st, 0), (const char *)sqlite3_column_text(st, 1),
-           (const char *)sqlite3_column_text(st, 2), sqlite3_column_double(st, 4),
-           sqlite3_column_double(st, 5), sqlite3_column_double(st, 6),
-           sqlite3_column_double(st, 7));
+  for(size_t j = 0; j < ds->n_cols; j++){
+    const fly_dataset_column *c = &ds->cols[j];
+    printf("    %4d  %-20.20s %-9s %12.5g %12.5g %12.5g %12.5g\n", (int)c->idx,
+           c->name, c->role, c->mean, c->sd, c->min, c->max);
   }
-  sqlite3_finalize(st);
-  return FLY_OK;
+}
+
+static void show_dataset(const fly_dataset *ds, int columns)
+{
+  char a[32], b[32];
+  printf("\ndata set '%s' (id %lld), from %s, %s\n", ds->name,
+         (long long)ds->id, ds->source, ds->created_at);
+  printf("  rows       %lld\n", (long long)ds->n_rows);
+  printf("  columns    %lld stored: %lld features (%s), target '%s'\n",
+         (long long)ds->width, (long long)ds->n_features,
+         ds->has_intercept ? "intercept included" : "no intercept",
+         ds->target_name);
+  printf("  pages      %lld of %lld rows, %s values\n", (long long)ds->n_pages,
+         (long long)ds->page_rows, ds->prec == 4 ? "f32" : "f64");
+  printf("  bytes      %s raw, %s stored, compression ratio %.2f\n",
+         human((double)ds->raw_bytes, a, sizeof a),
+         human((double)ds->stored_bytes, b, sizeof b),
+         ds->stored_bytes > 0 ? (double)ds->raw_bytes / (double)ds->stored_bytes
+                              : 0.0);
+  if( columns ) show_columns(ds);
+}
+
+static void show_bounds(void *ctx, const fly_bounds_brief *b)
+{
+  int *n = ctx;
+  if( (*n)++ == 0 ) printf("\ntuned bounds\n");
+  printf("  %lld: data set '%s', %s (%s), bounds %s, MAP in %d iterations, %.2f s\n",
+         (long long)b->id, b->dataset, b->model, b->model_opts, b->tuning,
+         b->map_iters, b->tune_seconds);
+}
+
+static void show_run(void *ctx, const fly_run_brief *r)
+{
+  int *n = ctx;
+  if( (*n)++ == 0 ) printf("\nruns\n");
+  printf("  %lld: data set '%s', %s, %s, z %s, %d chains x (%d warm-up + %d), %s",
+         (long long)r->id, r->dataset, r->model, r->sampler, r->z_mode,
+         r->n_chains, r->n_warmup, r->n_iters, r->status);
+  if( r->has_wall ) printf(", %.1f s", r->wall_seconds);
+  printf("\n");
 }
 
 static fly_rc show(fly_db *db, int columns, fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
-  char a[32], b[32];
+  int64_t *ids = NULL;
+  size_t n_ds = 0;
   int n = 0;
-  fly_rc rc = fly_db_prepare(db, "SELECT id, name, source, n_rows, width, "
-      "n_features, has_intercept, target_name, page_rows, n_pages, prec, "
-      "raw_bytes, stored_bytes, created_at FROM dataset ORDER BY id", &st, err);
+  fly_rc rc = fly_dataset_ids(db, &ids, &n_ds, err);
   if( rc ) return rc;
   printf("database %s\n", fly_db_path(db));
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    int64_t raw = sqlite3_column_int64(st, 11), stored = sqlite3_column_int64(st, 12);
-    n++;
-    printf("\ndata set '%s' (id %lld), from %s, %s\n",
-           (const char *)sqlite3_column_text(st, 1), sqlite3_column_int64(st, 0),
-           (const char *)sqlite3_column_text(st, 2),
-           (const char *)sqlite3_column_text(st, 13));
-    printf("  rows       %lld\n", sqlite3_column_int64(st, 3));
-    printf("  columns    %lld stored: %lld features (%s), target '%s'\n",
-           sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-           sqlite3_column_int(st, 6) ? "intercept included" : "no intercept",
-           (const char *)sqlite3_column_text(st, 7));
-    printf("  pages      %lld of %lld rows, %s values\n", sqlite3_column_int64(st, 9),
-           sqlite3_column_int64(st, 8), sqlite3_column_int(st, 10) == 4 ? "f32" : "f64");
-    printf("  bytes      %s raw, %s stored, compression ratio %.2f\n",
-           human((double)raw, a, sizeof a), human((double)stored, b, sizeof b),
-           stored > 0 ? (double)raw / (double)stored : 0.0);
-    if( columns && (rc = show_columns(db, sqlite3_column_int64(st, 0), err)) ) break;
+  for(size_t i = 0; i < n_ds && rc == FLY_OK; i++){
+    fly_dataset *ds = NULL;
+    if( (rc = fly_dataset_load(db, ids[i], &ds, err)) == FLY_OK )
+      show_dataset(ds, columns);
+    fly_dataset_free(ds);
   }
-  sqlite3_finalize(st);
+  fly_free(ids);
   if( rc ) return rc;
-  if( n == 0 ) printf("\n(no data sets: run `flydb ingest FILE`)\n");
-
-  rc = fly_db_prepare(db, "SELECT b.id, d.name, b.model, b.model_opts, b.tuning, "
-      "b.map_iters, b.tune_seconds FROM bound_set b JOIN dataset d ON d.id = "
-      "b.dataset_id WHERE b.status = 'ready' ORDER BY b.id", &st, err);
-  if( rc ) return rc;
+  if( n_ds == 0 ) printf("\n(no data sets: run `flydb ingest FILE`)\n");
+  if( (rc = fly_bounds_list(db, show_bounds, &n, err)) ) return rc;
   n = 0;
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    if( n++ == 0 ) printf("\ntuned bounds\n");
-    printf("  %lld: data set '%s', %s (%s), bounds %s, MAP in %d iterations, %.2f s\n",
-           sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
-           (const char *)sqlite3_column_text(st, 2),
-           (const char *)sqlite3_column_text(st, 3),
-           (const char *)sqlite3_column_text(st, 4), sqlite3_column_int(st, 5),
-           sqlite3_column_double(st, 6));
-  }
-  sqlite3_finalize(st);
-
-  rc = fly_db_prepare(db, "SELECT run_id, dataset, model, sampler, z_mode, n_chains, "
-      "n_warmup, n_iters, status, wall_seconds FROM runs ORDER BY run_id", &st, err);
-  if( rc ) return rc;
-  n = 0;
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    if( n++ == 0 ) printf("\nruns\n");
-    printf("  %lld: data set '%s', %s, %s, z %s, %d chains x (%d warm-up + %d), %s",
-           sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
-           (const char *)sqlite3_column_text(st, 2),
-           (const char *)sqlite3_column_text(st, 3),
-           (const char *)sqlite3_column_text(st, 4), sqlite3_column_int(st, 5),
-           sqlite3_column_int(st, 6), sqlite3_column_int(st, 7),
-           (const char *)sqlite3_column_text(st, 8));
-    if( sqlite3_column_type(st, 9) != SQLITE_NULL )
-      printf(", %.1f s", sqlite3_column_double(st, 9));
-    printf("\n");
-  }
-  sqlite3_finalize(st);
-  return FLY_OK;
+  return fly_runs_list(db, show_run, &n, err);
 }
 
 int fly_cmd_info(int argc, char **argv)

@@ -599,8 +599,10 @@ fly_rc fly_csv_open(const char *path, fly_csv **pc, fly_err *err)
   return fly_csv_open_buf(path, 0, pc, err);
 }
 
-fly_rc fly_csv_open_buf(const char *path, size_t bufsize, fly_csv **pc,
-                        fly_err *err)
+/* Open path ("-": stdin) or, when f is non-NULL, the borrowed stream f
+ * named path; then read the header. */
+static fly_rc open_csv(FILE *f, const char *path, size_t bufsize, fly_csv **pc,
+                       fly_err *err)
 {
   fly_csv *c = NULL;
   fly_rc rc = FLY_OK;
@@ -617,13 +619,15 @@ fly_rc fly_csv_open_buf(const char *path, size_t bufsize, fly_csv **pc,
   c->line = 1;
   c->cap = bufsize;
   c->buf = fly_alloc_array(bufsize + 1, 1);
-  c->path = fly_strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
+  c->path = fly_strdup(!f && strcmp(path, "-") == 0 ? "<stdin>" : path);
   if( !c->buf || !c->path ){
     rc = fly_fail(err, FLY_NOMEM, "%s: out of memory for the read buffer",
                   path);
     goto done;
   }
-  if( strcmp(path, "-") == 0 ){
+  if( f ){
+    c->f = f;
+  }else if( strcmp(path, "-") == 0 ){
     c->f = stdin;
   }else{
     errno = 0;
@@ -654,6 +658,19 @@ done:
   }
   *pc = c;
   return FLY_OK;
+}
+
+fly_rc fly_csv_open_buf(const char *path, size_t bufsize, fly_csv **pc,
+                        fly_err *err)
+{
+  return open_csv(NULL, path, bufsize, pc, err);
+}
+
+fly_rc fly_csv_open_stream(FILE *f, const char *name, fly_csv **pc,
+                           fly_err *err)
+{
+  if( !f ) return fly_fail(err, FLY_MISUSE, "fly_csv_open_stream: NULL stream");
+  return open_csv(f, name, 0, pc, err);
 }
 
 void fly_csv_close(fly_csv *c)

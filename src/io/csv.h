@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "util/err.h"
 
@@ -31,6 +32,10 @@ fly_rc fly_csv_open(const char *path, fly_csv **pc, fly_err *err);
  * sizes exercise the refill path in tests and the fuzz harness. */
 fly_rc fly_csv_open_buf(const char *path, size_t bufsize, fly_csv **pc,
                         fly_err *err);
+/* As fly_csv_open, reading the stream f (borrowed: read from its current
+ * position, never closed) and naming it name in messages. */
+fly_rc fly_csv_open_stream(FILE *f, const char *name, fly_csv **pc,
+                           fly_err *err);
 void   fly_csv_close(fly_csv *c);                     /* NULL: no-op */
 
 size_t      fly_csv_ncols(const fly_csv *c);          /* header width */

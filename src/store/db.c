@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/check.h"
+#include "store/dataset.h"
 #include "store/schema.h"
 #include "util/mem.h"
 
@@ -348,46 +350,62 @@ fly_rc fly_db_wal(fly_db *db, fly_err *err)
 fly_rc fly_db_dataset_id(fly_db *db, const char *name, int64_t *id,
                          fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
-  fly_rc rc;
-  char names[256] = "";
-  size_t used = 0;
-  int64_t n = 0;
+  return fly_dataset_find(db, name, id, err);
+}
 
-  if( name ){
-    rc = fly_db_prepare(db, "SELECT id FROM dataset WHERE name = ?1", &st, err);
-    if( rc ) return rc;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    int s = sqlite3_step(st);
-    if( s == SQLITE_ROW ){
-      *id = sqlite3_column_int64(st, 0);
-      rc = FLY_OK;
-    }else if( s == SQLITE_DONE ){
-      rc = fly_fail(err, FLY_RANGE, "%s has no data set named '%s'",
-                    db->path, name);
-    }else{
-      rc = fly_db_fail(db, err, "looking up data set");
-    }
-    sqlite3_finalize(st);
-    return rc;
-  }
-  rc = fly_db_prepare(db, "SELECT id, name FROM dataset ORDER BY id", &st, err);
-  if( rc ) return rc;
-  int s;
-  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
-    if( n++ == 0 ) *id = sqlite3_column_int64(st, 0);
-    const char *nm = (const char *)sqlite3_column_text(st, 1);
-    int w = snprintf(names + used, sizeof names - used, "%s'%s'",
-                     n > 1 ? ", " : "", nm ? nm : "");
-    if( w > 0 && (size_t)w < sizeof names - used ) used += (size_t)w;
-  }
-  if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "listing data sets");
-  else if( n == 0 )
-    rc = fly_fail(err, FLY_RANGE, "%s holds no data set: run `flydb ingest` first",
-                  db->path);
-  else if( n > 1 )
-    rc = fly_fail(err, FLY_MISUSE, "%s holds %lld data sets (%s): choose one "
-                  "with --data NAME", db->path, (long long)n, names);
-  sqlite3_finalize(st);
+/* ---- integrity check ------------------------------------------------ */
+
+fly_rc fly_db_check_begin(fly_db *db, fly_err *err)
+{
+  fly_rc rc = fly_db_exec(db, "PRAGMA query_only=1", err);
+  if( rc == FLY_OK ) rc = fly_db_exec(db, "BEGIN", err);
   return rc;
+}
+
+void fly_db_check_end(fly_db *db)
+{
+  fly_db_exec(db, "COMMIT", NULL);
+}
+
+void fly_db_check(fly_db *db, fly_checker *ck)
+{
+  const char *pragma = ck->quick ? "PRAGMA quick_check" : "PRAGMA integrity_check";
+  sqlite3_stmt *st;
+  int s;
+
+  fly_check_scope(ck, "SQLite");
+  if( (st = fly_check_prepare(db, ck, pragma)) ){
+    while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+      const char *msg = (const char *)sqlite3_column_text(st, 0);
+      if( !msg ){ fly_check_problem(ck, "%s: NULL", pragma + 7); continue; }
+      if( strcmp(msg, "ok") == 0 ) continue;
+      /* One row may carry several messages, a line each. */
+      for(const char *l = msg, *e; *l; l = *e ? e + 1 : e){
+        e = strchr(l, '\n');
+        if( !e ) e = l + strlen(l);
+        if( e > l && strncmp(l, "*** in database ", 16) != 0 )
+          fly_check_problem(ck, "%s: %.*s", pragma + 7, (int)(e - l), l);
+      }
+    }
+    if( s != SQLITE_DONE )
+      fly_check_problem(ck, "%s: %s", pragma + 7, sqlite3_errmsg(db->h));
+    sqlite3_finalize(st);
+  }
+  if( (st = fly_check_prepare(db, ck, "PRAGMA foreign_key_check")) ){
+    while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+      const char *tab = (const char *)sqlite3_column_text(st, 0);
+      const char *par = (const char *)sqlite3_column_text(st, 2);
+      if( sqlite3_column_type(st, 1) == SQLITE_NULL )
+        fly_check_problem(ck, "a row of table %s refers to a missing %s row",
+                          tab ? tab : "?", par ? par : "?");
+      else
+        fly_check_problem(ck, "table %s, row id %lld: refers to a missing %s row",
+                          tab ? tab : "?", (long long)sqlite3_column_int64(st, 1),
+                          par ? par : "?");
+    }
+    if( s != SQLITE_DONE )
+      fly_check_problem(ck, "foreign_key_check: %s", sqlite3_errmsg(db->h));
+    sqlite3_finalize(st);
+  }
+  fly_check_scope(ck, "%s", "");
 }

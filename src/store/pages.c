@@ -51,6 +51,10 @@
  * touches are never asked for again: decoding all page_rows rows into a
  * cold slot for a few of them cost more than the read (2 of 14 us at 10^8
  * rows), and it evicted pages that are asked for again.
+ *
+ * Check: fly_pages_check scans every page of a table without a handle,
+ * judging each map entry and checksum with the same code as open and
+ * fetch, but reporting every problem instead of failing at the first.
  */
 #include "store/pages.h"
 
@@ -177,6 +181,67 @@ static fly_rc missing(const fly_pages *p, int64_t k, fly_err *err)
                   (long long)p->info.n_pages, (long long)first, (long long)last);
 }
 
+/* The problems of page k's map entry (first_row, n_rows, codec,
+ * raw_bytes) against the table's shape, as fly_pages_open and
+ * fly_pages_check both judge it: the row range, then (when that is right)
+ * raw_bytes, then the codec.  Each goes to fn(u, "page K: ..."); returns
+ * how many. */
+typedef void entry_fn(void *u, const char *msg);
+
+static int entry_problems(const fly_pages_info *in, int64_t k, int64_t first,
+                          int64_t nr, int64_t codec, int64_t raw, entry_fn *fn,
+                          void *u)
+{
+  char msg[256];
+  int n = 0;
+  int64_t want = k == in->n_pages - 1 ? in->n_rows - k * in->page_rows
+                                      : in->page_rows;
+  if( first != k * in->page_rows || nr != want ){
+    snprintf(msg, sizeof msg, "page %lld: rows %lld..%lld, want %lld..%lld",
+             (long long)k, (long long)first,
+             (long long)((uint64_t)first + (uint64_t)nr - 1),
+             (long long)(k * in->page_rows),
+             (long long)(k * in->page_rows + want - 1));
+    fn(u, msg);
+    n++;
+  }else if( raw != want * (int64_t)in->width * in->prec ){
+    snprintf(msg, sizeof msg, "page %lld: raw_bytes %lld, want %lld (%lld rows "
+             "x %zu values x %d bytes)", (long long)k, (long long)raw,
+             (long long)(want * (int64_t)in->width * in->prec), (long long)want,
+             in->width, in->prec);
+    fn(u, msg);
+    n++;
+  }
+  if( codec != FLY_CODEC_RAW && codec != FLY_CODEC_LZ4 ){
+    snprintf(msg, sizeof msg, "page %lld: unknown codec %lld (want 0 raw or 1 "
+             "lz4)", (long long)k, (long long)codec);
+    fn(u, msg);
+    n++;
+  }
+  return n;
+}
+
+/* "page K: checksum mismatch ..." into msg when stored != computed. */
+static int checksum_problem(int64_t k, uint64_t stored, uint64_t computed,
+                            size_t nb, char *msg, size_t n)
+{
+  if( stored == computed ) return 0;
+  snprintf(msg, n, "page %lld: checksum mismatch (stored 0x%016llx, computed "
+           "0x%016llx over %zu payload bytes)", (long long)k,
+           (unsigned long long)stored, (unsigned long long)computed, nb);
+  return 1;
+}
+
+/* load_map: the first map problem becomes the error. */
+typedef struct map_fail { const fly_pages *p; fly_err *err; fly_rc rc; } map_fail;
+
+static void map_problem(void *u, const char *msg)
+{
+  map_fail *f = u;
+  if( f->rc == FLY_OK )
+    f->rc = fly_fail(f->err, FLY_CORRUPT, "%s, %s", f->p->name, msg);
+}
+
 static fly_rc load_map(fly_pages *p, fly_err *err)
 {
   const fly_pages_info *in = &p->info;
@@ -192,13 +257,10 @@ static fly_rc load_map(fly_pages *p, fly_err *err)
   sqlite3_bind_int64(st, 1, p->owner);
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
     int64_t k = sqlite3_column_int64(st, 1);
-    int64_t first = sqlite3_column_int64(st, 2);
     int64_t nr = sqlite3_column_int64(st, 3);
     int64_t codec = sqlite3_column_int64(st, 4);
-    int64_t raw = sqlite3_column_int64(st, 5);
     int64_t sum = sqlite3_column_int64(st, 6);
-    int64_t want_nr = k == in->n_pages - 1
-                    ? in->n_rows - k * in->page_rows : in->page_rows;
+    map_fail f = { p, err, FLY_OK };
 
     if( k > next ){ rc = missing(p, next, err); goto done; }
     if( k < next || k >= in->n_pages ){
@@ -207,24 +269,9 @@ static fly_rc load_map(fly_pages *p, fly_err *err)
                     (long long)in->n_pages - 1);
       goto done;
     }
-    if( first != k * in->page_rows || nr != want_nr ){
-      rc = fly_fail(err, FLY_CORRUPT, "%s, page %lld: rows %lld..%lld, want "
-                    "%lld..%lld", p->name, (long long)k, (long long)first,
-                    (long long)(first + nr - 1), (long long)(k * in->page_rows),
-                    (long long)(k * in->page_rows + want_nr - 1));
-      goto done;
-    }
-    if( codec != FLY_CODEC_RAW && codec != FLY_CODEC_LZ4 ){
-      rc = fly_fail(err, FLY_CORRUPT, "%s, page %lld: unknown codec %lld",
-                    p->name, (long long)k, (long long)codec);
-      goto done;
-    }
-    if( raw != nr * (int64_t)in->width * in->prec ){
-      rc = fly_fail(err, FLY_CORRUPT, "%s, page %lld: raw_bytes %lld, want "
-                    "%lld (%lld rows x %zu values x %d bytes)", p->name,
-                    (long long)k, (long long)raw,
-                    (long long)(nr * (int64_t)in->width * in->prec),
-                    (long long)nr, in->width, in->prec);
+    if( entry_problems(in, k, sqlite3_column_int64(st, 2), nr, codec,
+                       sqlite3_column_int64(st, 5), map_problem, &f) ){
+      rc = f.rc;
       goto done;
     }
     pmeta *m = &p->meta[k];
@@ -428,12 +475,10 @@ static fly_rc read_payload(fly_pages *p, int64_t k, void *buf, int *nb,
                       m->codec == FLY_CODEC_RAW ? "raw" : "lz4");
     s = sqlite3_blob_read(p->blob, buf, *nb, 0);
     if( s == SQLITE_OK ){
-      uint64_t sum = fly_codec_checksum(buf, (size_t)*nb);
-      if( sum != m->checksum )
-        return fly_fail(err, FLY_CORRUPT, "%s, page %lld: checksum mismatch "
-                        "(stored 0x%016llx, computed 0x%016llx)", p->name,
-                        (long long)k, (unsigned long long)m->checksum,
-                        (unsigned long long)sum);
+      char msg[160];
+      if( checksum_problem(k, m->checksum, fly_codec_checksum(buf, (size_t)*nb),
+                           (size_t)*nb, msg, sizeof msg) )
+        return fly_fail(err, FLY_CORRUPT, "%s, %s", p->name, msg);
       p->st.page_reads++;
       return FLY_OK;
     }
@@ -735,4 +780,119 @@ fly_rc fly_pages_read_rows(fly_pages *p, const int64_t *ids, size_t n,
   call_end(p);
   if( rc == FLY_OK ) p->st.rows_read += (int64_t)n;
   return rc;
+}
+
+/* ---- integrity check ------------------------------------------------- */
+
+typedef struct scan_ctx { fly_checker *ck; } scan_ctx;
+
+static void scan_problem(void *u, const char *msg)
+{
+  fly_check_problem(((scan_ctx *)u)->ck, "%s", msg);
+}
+
+static void missing_range(fly_checker *ck, const fly_pages_info *t, int64_t a,
+                          int64_t b)
+{
+  int64_t last = (b + 1) * t->page_rows - 1;
+  if( last >= t->n_rows ) last = t->n_rows - 1;
+  if( a == b )
+    fly_check_problem(ck, "page %lld is missing (rows %lld..%lld)", (long long)a,
+                      (long long)(a * t->page_rows), (long long)last);
+  else
+    fly_check_problem(ck, "pages %lld..%lld are missing (rows %lld..%lld)",
+                      (long long)a, (long long)b, (long long)(a * t->page_rows),
+                      (long long)last);
+}
+
+void fly_pages_check(fly_db *db, fly_table table, int64_t owner,
+                     const fly_pages_info *t, fly_pages_check_fn *fn, void *u,
+                     fly_checker *ck, fly_pages_scan *r)
+{
+  sqlite3_stmt *st = NULL;
+  double *vals = NULL;
+  void *scratch = NULL;
+  size_t page_vals = (size_t)t->page_rows * t->width;
+  int64_t next = 0;
+  scan_ctx sc = { ck };
+  fly_err e = {0};
+  int s;
+
+  memset(r, 0, sizeof *r);
+  vals = fly_alloc_array(page_vals, sizeof *vals);
+  if( t->prec == FLY_PREC_F32 ) scratch = fly_alloc_array(page_vals, FLY_PREC_F32);
+  if( !vals || (t->prec == FLY_PREC_F32 && !scratch) ){
+    fly_check_problem(ck, "out of memory for a page of %lld rows x %zu values",
+                      (long long)t->page_rows, t->width);
+    r->bad = 1;
+    goto done;
+  }
+  if( fly_db_prepare(db, table == FLY_TABLE_DATA
+        ? "SELECT page_no, first_row, n_rows, codec, raw_bytes, checksum, payload"
+          " FROM page WHERE dataset_id = ?1 ORDER BY page_no"
+        : "SELECT page_no, first_row, n_rows, codec, raw_bytes, checksum, payload"
+          " FROM bound_page WHERE bound_set_id = ?1 ORDER BY page_no", &st, &e) ){
+    fly_check_problem(ck, "%s", e.msg);
+    r->bad = 1;
+    goto done;
+  }
+  sqlite3_bind_int64(st, 1, owner);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t k = sqlite3_column_int64(st, 0);
+    int64_t first = sqlite3_column_int64(st, 1);
+    int64_t nr = sqlite3_column_int64(st, 2);
+    int64_t codec = sqlite3_column_int64(st, 3);
+    int64_t sum = sqlite3_column_int64(st, 5);
+    const void *pay = sqlite3_column_blob(st, 6);
+    size_t nb = (size_t)sqlite3_column_bytes(st, 6);
+    uint64_t stored;
+    char msg[160];
+    int bad = 0;
+
+    r->n_rows += (uint64_t)nr;
+    r->bytes += nb;
+    if( k < 0 || k >= t->n_pages ){
+      fly_check_problem(ck, "unexpected page %lld (the table has pages 0..%lld)",
+                        (long long)k, (long long)t->n_pages - 1);
+      r->bad = r->layout_bad = 1;
+      continue;
+    }
+    if( k > next ){
+      missing_range(ck, t, next, k - 1);
+      r->bad = r->layout_bad = 1;
+    }
+    next = k + 1;
+    int64_t want = k == t->n_pages - 1 ? t->n_rows - k * t->page_rows
+                                       : t->page_rows;
+    if( first != k * t->page_rows || nr != want ) r->layout_bad = 1;
+    if( entry_problems(t, k, first, nr, codec, sqlite3_column_int64(st, 4),
+                       scan_problem, &sc) )
+      bad = 1;
+    memcpy(&stored, &sum, sizeof stored);
+    if( checksum_problem(k, stored, fly_codec_checksum(pay ? pay : "", nb), nb,
+                         msg, sizeof msg) ){
+      fly_check_problem(ck, "%s", msg);
+      bad = 1;
+    }
+    if( !bad && fly_codec_decode((int)codec, pay ? pay : "", nb, t->prec,
+                                 (size_t)nr * t->width, vals, scratch, &e) ){
+      fly_check_problem(ck, "page %lld: %s", (long long)k, e.msg);
+      bad = 1;
+    }
+    if( bad ) r->bad = 1;
+    else if( fn ) fn(u, k, vals, (size_t)nr);
+  }
+  if( s != SQLITE_DONE ){
+    fly_check_problem(ck, "%s: %s", table == FLY_TABLE_DATA
+                      ? "reading table page" : "reading table bound_page",
+                      sqlite3_errmsg(fly_db_sqlite(db)));
+    r->bad = 1;
+  }else if( next < t->n_pages ){
+    missing_range(ck, t, next, t->n_pages - 1);
+    r->bad = r->layout_bad = 1;
+  }
+done:
+  sqlite3_finalize(st);
+  fly_free(vals);
+  fly_free(scratch);
 }

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/check.h"
 #include "store/db.h"
 #include "util/err.h"
 #include "util/prof.h"
@@ -102,5 +103,30 @@ void fly_pages_stats_get(const fly_pages *p, fly_pages_stats *s);
 /* Charge page fetches (BLOB read, checksum, decode) to FLY_PROF_DECODE of
  * prof (borrowed: valid while the handle is used; NULL: none). */
 void fly_pages_set_prof(fly_pages *p, fly_prof *prof);
+
+/* ---- integrity check ------------------------------------------------ */
+
+/* Called by fly_pages_check with every page that verified and decoded, in
+ * page order: rows holds n_rows rows of the shape's width. */
+typedef void fly_pages_check_fn(void *u, int64_t page_no, const double *rows,
+                                size_t n_rows);
+
+typedef struct fly_pages_scan {
+  int      bad;          /* some problem was reported */
+  int      layout_bad;   /* pages missing or unexpected, or wrong row ranges */
+  uint64_t n_rows;       /* sum of the pages' n_rows (wraps if corrupt) */
+  uint64_t bytes;        /* sum of payload sizes */
+} fly_pages_scan;
+
+/* Verify every page of owner's table against shape (n_rows, width,
+ * page_rows, n_pages, prec as they should be), reporting each problem
+ * through ck and going on: the map (pages 0..n_pages-1, first_row, n_rows
+ * and raw_bytes per page, the codec, as fly_pages_open checks them), every
+ * payload's checksum and decode.  Unlike fly_pages_open, one missing page
+ * does not hide a bad checksum in another.  fn (may be NULL) sees each
+ * sound page.  Memory: one page.  The caller holds the read transaction. */
+void fly_pages_check(fly_db *db, fly_table table, int64_t owner,
+                     const fly_pages_info *shape, fly_pages_check_fn *fn,
+                     void *u, fly_checker *ck, fly_pages_scan *r);
 
 #endif

@@ -109,6 +109,66 @@ fly_rc fly_tune_model_opts(const fly_model *m, char *buf, size_t n,
              m->prior_scale, k, t);
 }
 
+fly_rc fly_tune_model_opts_parse(const char *name, const char *opts,
+                                 int64_t width, fly_model *m, fly_err *err)
+{
+  char buf[256];
+  int have_prior = 0, have_scale = 0;
+
+  memset(m, 0, sizeof *m);
+  m->type = fly_model_find(name);
+  if( !m->type )
+    return fly_fail(err, FLY_PARSE, "unknown model '%s'", name ? name : "NULL");
+  m->D = (size_t)width - 1;
+  m->tcol = (size_t)width - 1;
+  m->K = 1;
+  if( !opts || strlen(opts) >= sizeof buf )
+    return fly_fail(err, FLY_PARSE, "model_opts missing or too long");
+  snprintf(buf, sizeof buf, "%s", opts);
+  for(char *kv = buf, *nx; kv; kv = nx){
+    nx = strchr(kv, ';');
+    if( nx ) *nx++ = 0;
+    char *v = strchr(kv, '=');
+    if( !v )
+      return fly_fail(err, FLY_PARSE, "model_opts '%s': '%s' is not key=value",
+                      opts, kv);
+    *v++ = 0;
+    if( strcmp(kv, "prior") == 0 ){
+      have_prior = 1;
+      if( strcmp(v, "normal") == 0 ) m->prior = FLY_PRIOR_NORMAL;
+      else if( strcmp(v, "laplace") == 0 ) m->prior = FLY_PRIOR_LAPLACE;
+      else return fly_fail(err, FLY_PARSE, "model_opts '%s': unknown prior '%s'",
+                           opts, v);
+    }else if( strcmp(kv, "scale") == 0 ){
+      char *end;
+      have_scale = 1;
+      m->prior_scale = strtod(v, &end);
+      if( end == v || *end || !(m->prior_scale > 0) || !isfinite(m->prior_scale) )
+        return fly_fail(err, FLY_PARSE, "model_opts '%s': scale '%s' is not a "
+                        "positive number", opts, v);
+    }else if( (strcmp(kv, "K") == 0 && strcmp(m->type->name, "softmax") == 0) ||
+              ((strcmp(kv, "nu") == 0 || strcmp(kv, "sigma") == 0) &&
+               strcmp(m->type->name, "robust") == 0) ){
+      char *end;
+      double x = strtod(v, &end);
+      if( end == v || *end || !(x > 0) || !isfinite(x) || (kv[0] == 'K' && x != floor(x)) )
+        return fly_fail(err, FLY_PARSE, "model_opts '%s': %s '%s' is not a "
+                        "positive %s", opts, kv, v,
+                        kv[0] == 'K' ? "integer" : "number");
+      if( kv[0] == 'K' ) m->K = (size_t)x;
+      else if( kv[0] == 'n' ) m->nu = x;
+      else m->scale = x;
+    }else{
+      return fly_fail(err, FLY_PARSE, "model_opts '%s': option '%s' does not "
+                      "apply to model %s", opts, kv, m->type->name);
+    }
+  }
+  if( !have_prior || !have_scale )
+    return fly_fail(err, FLY_PARSE, "model_opts '%s' lacks the %s", opts,
+                    have_prior ? "scale" : "prior");
+  return FLY_OK;
+}
+
 /* Parse o->tuning: *fixed = 0 for MAP tuning, 1 for fixed with *xi. */
 static fly_rc parse_tuning(const fly_tune_opts *o, int *fixed, double *xi,
                            fly_err *err)

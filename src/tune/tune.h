@@ -50,6 +50,16 @@ void fly_tune_opts_default(fly_tune_opts *o);
 fly_rc fly_tune_model_opts(const fly_model *m, char *buf, size_t n,
                            fly_err *err);
 
+/* The inverse of fly_tune_model_opts: model m of type `name` on a data set
+ * of rows of width values (D = width - 1, the target last) from a stored
+ * model_opts string.  FLY_PARSE, naming what is wrong, for an unknown
+ * model, a missing prior or scale, a bad value, or an option the model
+ * does not take.  The string fly_tune_model_opts writes for the result is
+ * the canonical form; a stored string that differs from it never matches
+ * fly_tune_get's lookup. */
+fly_rc fly_tune_model_opts_parse(const char *name, const char *opts,
+                                 int64_t width, fly_model *m, fly_err *err);
+
 /* The tuning string stored in bound_set.tuning: "map" or "fixed=1.5".
  * FLY_MISUSE for an unknown tuning or a non-finite / negative fixed xi. */
 fly_rc fly_tune_tuning_string(const fly_tune_opts *o, char *buf, size_t n,

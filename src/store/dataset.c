@@ -1,0 +1,601 @@
+/*
+ * dataset.c -- data set metadata and column statistics (see dataset.h):
+ * all SQL on tables `dataset` and `dataset_column`.
+ *
+ * Invariants of a sound data set: n_pages = ceil(n_rows / page_rows),
+ * raw_bytes = n_rows x width x prec, n_features = width - 1, stored_bytes
+ * the sum of the page payloads; one dataset_column row per stored column,
+ * idx 0..width-1, role 'intercept' for column 0 when has_intercept,
+ * 'target' for the last (named target_name), 'feature' between; each
+ * column's statistics are those fly_dataset_stats computes over the rows
+ * as stored.
+ *
+ * A loaded fly_dataset is one allocation for the record, one for the
+ * column array and one for all its strings.  Cost: one query for the
+ * metadata and one for the columns.  The check reads every page once
+ * (fly_pages_check) and keeps one page in memory.
+ */
+#include "store/dataset.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/codec.h"
+#include "util/mem.h"
+
+/* ---- lookup --------------------------------------------------------- */
+
+fly_rc fly_dataset_find(fly_db *db, const char *name, int64_t *id,
+                        fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc;
+  char names[256] = "";
+  size_t used = 0;
+  int64_t n = 0;
+
+  if( name ){
+    rc = fly_db_prepare(db, "SELECT id FROM dataset WHERE name = ?1", &st, err);
+    if( rc ) return rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    if( s == SQLITE_ROW ){
+      *id = sqlite3_column_int64(st, 0);
+      rc = FLY_OK;
+    }else if( s == SQLITE_DONE ){
+      rc = fly_fail(err, FLY_RANGE, "%s has no data set named '%s'",
+                    fly_db_path(db), name);
+    }else{
+      rc = fly_db_fail(db, err, "looking up data set");
+    }
+    sqlite3_finalize(st);
+    return rc;
+  }
+  rc = fly_db_prepare(db, "SELECT id, name FROM dataset ORDER BY id", &st, err);
+  if( rc ) return rc;
+  int s;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    if( n++ == 0 ) *id = sqlite3_column_int64(st, 0);
+    const char *nm = (const char *)sqlite3_column_text(st, 1);
+    int w = snprintf(names + used, sizeof names - used, "%s'%s'",
+                     n > 1 ? ", " : "", nm ? nm : "");
+    if( w > 0 && (size_t)w < sizeof names - used ) used += (size_t)w;
+  }
+  if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "listing data sets");
+  else if( n == 0 )
+    rc = fly_fail(err, FLY_RANGE, "%s holds no data set: run `flydb ingest` first",
+                  fly_db_path(db));
+  else if( n > 1 )
+    rc = fly_fail(err, FLY_MISUSE, "%s holds %lld data sets (%s): choose one "
+                  "with --data NAME", fly_db_path(db), (long long)n, names);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+fly_rc fly_dataset_ids(fly_db *db, int64_t **ids, size_t *n, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  int64_t *a = NULL;
+  size_t k = 0, cap = 0;
+  int s;
+  fly_rc rc = fly_db_prepare(db, "SELECT id FROM dataset ORDER BY id", &st, err);
+  *ids = NULL;
+  *n = 0;
+  if( rc ) return rc;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    if( k == cap ){
+      size_t nc = cap ? 2 * cap : 8;
+      int64_t *g = fly_realloc_array(a, nc, sizeof *a);
+      if( !g ){ rc = fly_fail(err, FLY_NOMEM, "listing %zu data sets", nc); goto done; }
+      a = g;
+      cap = nc;
+    }
+    a[k++] = sqlite3_column_int64(st, 0);
+  }
+  if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "listing data sets");
+done:
+  sqlite3_finalize(st);
+  if( rc ){ fly_free(a); return rc; }
+  *ids = a;
+  *n = k;
+  return FLY_OK;
+}
+
+/* ---- loading -------------------------------------------------------- */
+
+/* A string arena: the record's strings, copied at the end of one block. */
+typedef struct arena { char *p; size_t used, cap; } arena;
+
+static const char *keep(arena *a, const unsigned char *s)
+{
+  if( !s ) return NULL;
+  size_t n = strlen((const char *)s) + 1;
+  char *d = a->p + a->used;
+  memcpy(d, s, n);
+  a->used += n;
+  return d;
+}
+
+static size_t text_bytes(sqlite3_stmt *st, int col)
+{
+  return sqlite3_column_type(st, col) == SQLITE_NULL
+       ? 0 : (size_t)sqlite3_column_bytes(st, col) + 1;
+}
+
+struct ds_alloc { fly_dataset ds; char *strings; };
+
+fly_rc fly_dataset_load(fly_db *db, int64_t id, fly_dataset **pds,
+                        fly_err *err)
+{
+  sqlite3_stmt *st = NULL, *cs = NULL;
+  struct ds_alloc *r = NULL;
+  arena a = { NULL, 0, 0 };
+  size_t n_cols = 0, bytes = 0;
+  int s;
+  fly_rc rc;
+
+  *pds = NULL;
+  rc = fly_db_prepare(db, "SELECT id, name, source, n_rows, width, n_features,"
+      " has_intercept, target_name, page_rows, n_pages, prec, raw_bytes,"
+      " stored_bytes, created_at FROM dataset WHERE id = ?1", &st, err);
+  if( rc ) goto done;
+  rc = fly_db_prepare(db, "SELECT idx, name, role, csv_col, n, mean, sd, min,"
+      " max FROM dataset_column WHERE dataset_id = ?1 ORDER BY idx", &cs, err);
+  if( rc ) goto done;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(cs, 1, id);
+  s = sqlite3_step(st);
+  if( s == SQLITE_DONE ){
+    rc = fly_fail(err, FLY_RANGE, "%s has no data set %lld", fly_db_path(db),
+                  (long long)id);
+    goto done;
+  }
+  if( s != SQLITE_ROW ){ rc = fly_db_fail(db, err, "reading the data set"); goto done; }
+  /* Sizes first (columns counted in a first pass), then one copy. */
+  bytes = text_bytes(st, 1) + text_bytes(st, 2) + text_bytes(st, 7)
+        + text_bytes(st, 13);
+  while( (s = sqlite3_step(cs)) == SQLITE_ROW ){
+    n_cols++;
+    bytes += text_bytes(cs, 1) + text_bytes(cs, 2);
+  }
+  if( s != SQLITE_DONE ){ rc = fly_db_fail(db, err, "reading the columns"); goto done; }
+  sqlite3_reset(cs);
+
+  r = fly_alloc_array(1, sizeof *r);
+  if( r ){
+    r->strings = fly_alloc_array(bytes + 1, 1);
+    r->ds.cols = fly_alloc_array(n_cols + 1, sizeof *r->ds.cols);
+  }
+  if( !r || !r->strings || !r->ds.cols ){
+    rc = fly_fail(err, FLY_NOMEM, "loading data set %lld", (long long)id);
+    goto done;
+  }
+  a.p = r->strings;
+  a.cap = bytes;
+  fly_dataset *ds = &r->ds;
+  ds->id = sqlite3_column_int64(st, 0);
+  ds->name = keep(&a, sqlite3_column_text(st, 1));
+  ds->source = keep(&a, sqlite3_column_text(st, 2));
+  ds->n_rows = sqlite3_column_int64(st, 3);
+  ds->width = sqlite3_column_int64(st, 4);
+  ds->n_features = sqlite3_column_int64(st, 5);
+  ds->has_intercept = sqlite3_column_int(st, 6);
+  ds->target_name = keep(&a, sqlite3_column_text(st, 7));
+  ds->page_rows = sqlite3_column_int64(st, 8);
+  ds->n_pages = sqlite3_column_int64(st, 9);
+  ds->prec = sqlite3_column_int(st, 10);
+  ds->raw_bytes = sqlite3_column_int64(st, 11);
+  ds->stored_bytes = sqlite3_column_int64(st, 12);
+  ds->created_at = keep(&a, sqlite3_column_text(st, 13));
+  /* Both passes read one snapshot: st, still on its row, holds it. */
+  while( ds->n_cols < n_cols && (s = sqlite3_step(cs)) == SQLITE_ROW ){
+    fly_dataset_column *c = &ds->cols[ds->n_cols++];
+    c->idx = sqlite3_column_int64(cs, 0);
+    c->name = keep(&a, sqlite3_column_text(cs, 1));
+    c->role = keep(&a, sqlite3_column_text(cs, 2));
+    c->csv_col = sqlite3_column_int64(cs, 3);
+    c->n = sqlite3_column_int64(cs, 4);
+    c->mean = sqlite3_column_double(cs, 5);
+    c->sd = sqlite3_column_double(cs, 6);
+    c->min = sqlite3_column_double(cs, 7);
+    c->max = sqlite3_column_double(cs, 8);
+  }
+  if( ds->n_cols < n_cols ) rc = fly_db_fail(db, err, "reading the columns");
+
+done:
+  sqlite3_finalize(st);
+  sqlite3_finalize(cs);
+  if( rc ){
+    if( r ) fly_dataset_free(&r->ds);
+    return rc;
+  }
+  *pds = &r->ds;
+  return FLY_OK;
+}
+
+void fly_dataset_free(fly_dataset *ds)
+{
+  if( !ds ) return;
+  struct ds_alloc *r = (struct ds_alloc *)ds;   /* ds is its first member */
+  fly_free(r->strings);
+  fly_free(r->ds.cols);
+  fly_free(r);
+}
+
+const fly_dataset_column *fly_dataset_column_find(const fly_dataset *ds,
+                                                  const char *name)
+{
+  for(size_t j = 0; j < ds->n_cols; j++)
+    if( ds->cols[j].name && strcmp(ds->cols[j].name, name) == 0 )
+      return &ds->cols[j];
+  return NULL;
+}
+
+const fly_dataset_column *fly_dataset_target(const fly_dataset *ds)
+{
+  for(size_t j = 0; j < ds->n_cols; j++)
+    if( ds->cols[j].role && strcmp(ds->cols[j].role, "target") == 0 )
+      return &ds->cols[j];
+  return NULL;
+}
+
+/* ---- column statistics ---------------------------------------------- */
+
+typedef struct colstat { double mean, m2, min, max; } colstat;
+
+struct fly_dataset_stats {
+  size_t   width;
+  int64_t  n;                  /* rows added */
+  colstat *c;                  /* width */
+};
+
+fly_rc fly_dataset_stats_new(size_t width, fly_dataset_stats **ps,
+                             fly_err *err)
+{
+  fly_dataset_stats *s = fly_alloc_array(1, sizeof *s);
+  *ps = NULL;
+  if( s ) s->c = fly_alloc_array(width ? width : 1, sizeof *s->c);
+  if( !s || !s->c ){
+    fly_dataset_stats_free(s);
+    return fly_fail(err, FLY_NOMEM, "column statistics of %zu columns", width);
+  }
+  s->width = width;
+  for(size_t j = 0; j < width; j++){ s->c[j].min = INFINITY; s->c[j].max = -INFINITY; }
+  *ps = s;
+  return FLY_OK;
+}
+
+void fly_dataset_stats_free(fly_dataset_stats *s)
+{
+  if( !s ) return;
+  fly_free(s->c);
+  fly_free(s);
+}
+
+void fly_dataset_stats_add(fly_dataset_stats *s, const double *rows,
+                           size_t n_rows)
+{
+  for(size_t i = 0; i < n_rows; i++, s->n++){
+    const double *x = rows + i * s->width;
+    double cnt = (double)(s->n + 1);
+    for(size_t j = 0; j < s->width; j++){
+      colstat *c = &s->c[j];
+      /* Welford, in a form that cannot overflow to NaN for values near
+       * +-DBL_MAX (v - mean can exceed DBL_MAX; each quotient cannot).  m2
+       * may still reach +inf, which is stored as such: the sd is then too
+       * large for a double. */
+      double v = x[j], old = c->mean;
+      c->mean = old + (v / cnt - old / cnt);
+      c->m2 += (v - old) * (v - c->mean);
+      if( isnan(c->m2) ) c->m2 = INFINITY;
+      if( v < c->min ) c->min = v;
+      if( v > c->max ) c->max = v;
+    }
+  }
+}
+
+int64_t fly_dataset_stats_rows(const fly_dataset_stats *s) { return s->n; }
+
+void fly_dataset_stats_get(const fly_dataset_stats *s, size_t j,
+                           fly_dataset_column *c)
+{
+  c->n = s->n;
+  c->mean = s->c[j].mean;
+  c->sd = s->n > 1 ? sqrt(s->c[j].m2 / (double)(s->n - 1)) : 0.0;
+  c->min = s->c[j].min;
+  c->max = s->c[j].max;
+}
+
+/* ---- writing -------------------------------------------------------- */
+
+fly_rc fly_dataset_create(fly_db *db, const fly_dataset_spec *sp, int64_t *id,
+                          fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "INSERT INTO dataset(name, source, n_rows, width, "
+      "n_features, has_intercept, target_name, page_rows, n_pages, prec, "
+      "raw_bytes, stored_bytes) VALUES (?1,?2,1,?3,?4,?5,?6,?7,0,?8,0,0)", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_text(st, 1, sp->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, sp->source, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, sp->width);
+  sqlite3_bind_int64(st, 4, sp->width - 1);
+  sqlite3_bind_int(st, 5, sp->has_intercept);
+  sqlite3_bind_text(st, 6, sp->target_name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 7, sp->page_rows);
+  sqlite3_bind_int(st, 8, sp->prec);
+  if( sqlite3_step(st) != SQLITE_DONE ){
+    if( sqlite3_extended_errcode(fly_db_sqlite(db)) == SQLITE_CONSTRAINT_UNIQUE )
+      rc = fly_fail(err, FLY_MISUSE, "%s already has a data set named '%s' "
+                    "(choose another with --name)", fly_db_path(db), sp->name);
+    else
+      rc = fly_db_fail(db, err, "creating the data set");
+  }else{
+    *id = sqlite3_last_insert_rowid(fly_db_sqlite(db));
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static fly_rc insert_columns(fly_db *db, int64_t id, size_t width,
+                             const fly_dataset_column *cols,
+                             const fly_dataset_stats *sts, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db,
+      "INSERT INTO dataset_column(dataset_id, idx, name, role, csv_col, n, "
+      "mean, sd, min, max) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", &st, err);
+  if( rc ) return rc;
+  for(size_t j = 0; j < width; j++){
+    fly_dataset_column c = cols[j];
+    fly_dataset_stats_get(sts, j, &c);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, c.idx);
+    sqlite3_bind_text(st, 3, c.name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, c.role, -1, SQLITE_STATIC);
+    if( c.csv_col <= 0 ) sqlite3_bind_null(st, 5);
+    else sqlite3_bind_int64(st, 5, c.csv_col);
+    sqlite3_bind_int64(st, 6, c.n);
+    sqlite3_bind_double(st, 7, c.mean);
+    sqlite3_bind_double(st, 8, c.sd);
+    sqlite3_bind_double(st, 9, c.min);
+    sqlite3_bind_double(st, 10, c.max);
+    if( sqlite3_step(st) != SQLITE_DONE ){
+      rc = fly_db_fail(db, err, "storing column statistics");
+      break;
+    }
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+fly_rc fly_dataset_finish(fly_db *db, int64_t id, int64_t n_pages,
+                          int64_t raw_bytes, int64_t stored_bytes,
+                          const fly_dataset_column *cols,
+                          const fly_dataset_stats *sts, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "UPDATE dataset SET n_rows=?2, n_pages=?3, "
+                             "raw_bytes=?4, stored_bytes=?5 WHERE id=?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(st, 2, sts->n);
+  sqlite3_bind_int64(st, 3, n_pages);
+  sqlite3_bind_int64(st, 4, raw_bytes);
+  sqlite3_bind_int64(st, 5, stored_bytes);
+  if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "finishing the data set");
+  sqlite3_finalize(st);
+  if( rc == FLY_OK ) rc = insert_columns(db, id, sts->width, cols, sts, err);
+  return rc;
+}
+
+/* ---- integrity check ------------------------------------------------ */
+
+static void stats_page(void *u, int64_t k, const double *rows, size_t n)
+{
+  (void)k;
+  fly_dataset_stats_add(u, rows, n);
+}
+
+/* dataset_column rows of ds: one per stored column with the right role,
+ * and (rs non-NULL) the statistics rs recomputed. */
+static void check_columns(fly_db *db, fly_checker *ck,
+                          const fly_dataset_checked *ds, int has_icpt,
+                          const char *target, const fly_dataset_stats *rs)
+{
+  sqlite3_stmt *st = fly_check_prepare(db, ck,
+      "SELECT idx, name, role, n, mean, sd, min, max"
+      " FROM dataset_column WHERE dataset_id = ?1"
+      " ORDER BY idx");
+  int64_t next = 0, w = ds->width;
+  char buf[48];
+  int s;
+  if( !st ) return;
+  sqlite3_bind_int64(st, 1, ds->id);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t j = sqlite3_column_int64(st, 0);
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    const char *role = (const char *)sqlite3_column_text(st, 2);
+    const char *want = j == w - 1 ? "target"
+                     : j == 0 && has_icpt ? "intercept" : "feature";
+    if( !name ) name = "";
+    if( j < 0 || j >= w ){
+      fly_check_problem(ck, "dataset_column idx %lld ('%s'): the data set stores "
+                        "columns 0..%lld", (long long)j, name, (long long)w - 1);
+      continue;
+    }
+    if( j > next )
+      fly_check_problem(ck, "dataset_column rows of column%s %s missing",
+                        j - 1 > next ? "s" : "",
+                        fly_check_span(buf, sizeof buf, next, j - 1));
+    next = j + 1;
+    if( !role || strcmp(role, want) != 0 )
+      fly_check_problem(ck, "column %lld ('%s'): role '%s', want '%s'",
+                        (long long)j, name, role ? role : "NULL", want);
+    if( j == w - 1 && target && strcmp(name, target) != 0 )
+      fly_check_problem(ck, "column %lld: name '%s', but dataset.target_name is '%s'",
+                        (long long)j, name, target);
+    if( !rs ) continue;
+
+    fly_dataset_column c;
+    fly_dataset_stats_get(rs, (size_t)j, &c);
+    int64_t n = sqlite3_column_int64(st, 3);
+    double v[4], r[4] = { c.mean, c.sd, c.min, c.max };
+    const char *what[4] = { "mean", "sd", "min", "max" };
+    double scale = fmax(fabs(c.min), fabs(c.max));
+    for(int q = 0; q < 4; q++) v[q] = sqlite3_column_double(st, 4 + q);
+    if( n != c.n )
+      fly_check_problem(ck, "column %lld ('%s'): n %lld, but the pages hold %lld rows",
+                        (long long)j, name, (long long)n, (long long)c.n);
+    for(int q = 0; q < 4; q++){
+      int okq = q < 2 ? fly_check_close(v[q], r[q], scale)
+                      : fly_check_same(v[q], r[q]);
+      if( !okq )
+        fly_check_problem(ck, "column %lld ('%s'): %s %.17g stored, %.17g "
+                          "recomputed from the pages", (long long)j, name,
+                          what[q], v[q], r[q]);
+    }
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table dataset_column");
+  else if( next < w )
+    fly_check_problem(ck, "dataset_column rows of column%s %s missing",
+                      w - 1 > next ? "s" : "",
+                      fly_check_span(buf, sizeof buf, next, w - 1));
+  sqlite3_finalize(st);
+}
+
+/* One data set row: shape, pages, columns.  Fills ds. */
+static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
+                      fly_dataset_checked *ds)
+{
+  int64_t n_feat = sqlite3_column_int64(row, 4);
+  int has_icpt = sqlite3_column_int(row, 5);
+  const char *target = (const char *)sqlite3_column_text(row, 6);
+  int64_t raw = sqlite3_column_int64(row, 9);
+  int64_t stored = sqlite3_column_int64(row, 10);
+  const char *name = (const char *)sqlite3_column_text(row, 1);
+  fly_dataset_stats *stats = NULL;
+  fly_pages_scan sr;
+  fly_pages_info t;
+  int64_t before;
+
+  memset(ds, 0, sizeof *ds);
+  ds->id = sqlite3_column_int64(row, 0);
+  snprintf(ds->name, sizeof ds->name, "%s", name ? name : "?");
+  ds->n_rows = sqlite3_column_int64(row, 2);
+  ds->width = sqlite3_column_int64(row, 3);
+  ds->page_rows = sqlite3_column_int64(row, 7);
+  ds->n_pages = sqlite3_column_int64(row, 8);
+  ds->prec = sqlite3_column_int(row, 11);
+  fly_check_scope(ck, "data set '%s' (id %lld)", ds->name, (long long)ds->id);
+  before = ck->n_problems;
+
+  if( ds->width < 2 || ds->width > INT32_MAX || ds->page_rows < 1
+      || ds->n_rows < 1 || ds->n_rows > INT64_MAX / 8 / ds->width
+      || (ds->prec != FLY_PREC_F64 && ds->prec != FLY_PREC_F32)
+      || (uint64_t)ds->page_rows * (uint64_t)ds->width > (uint64_t)INT32_MAX / 8 ){
+    fly_check_problem(ck, "bad shape (n_rows %lld, width %lld, page_rows %lld, "
+                      "prec %d): pages not checked", (long long)ds->n_rows,
+                      (long long)ds->width, (long long)ds->page_rows, ds->prec);
+    return;
+  }
+  ds->shape_ok = 1;
+  int64_t want_pages = (ds->n_rows - 1) / ds->page_rows + 1;
+  if( ds->n_pages != want_pages )
+    fly_check_problem(ck, "n_pages is %lld, but %lld rows of %lld a page need %lld",
+                      (long long)ds->n_pages, (long long)ds->n_rows,
+                      (long long)ds->page_rows, (long long)want_pages);
+  if( raw != ds->n_rows * ds->width * ds->prec )
+    fly_check_problem(ck, "raw_bytes is %lld, want %lld (%lld rows x %lld values "
+                      "x %d bytes)", (long long)raw,
+                      (long long)(ds->n_rows * ds->width * ds->prec),
+                      (long long)ds->n_rows, (long long)ds->width, ds->prec);
+  if( n_feat != ds->width - 1 )
+    fly_check_problem(ck, "n_features is %lld, but rows of %lld values hold %lld "
+                      "features and the target", (long long)n_feat,
+                      (long long)ds->width, (long long)ds->width - 1);
+
+  t.n_rows = ds->n_rows;
+  t.width = (size_t)ds->width;
+  t.page_rows = ds->page_rows;
+  t.n_pages = want_pages;
+  t.prec = ds->prec;
+  if( !ck->quick && fly_dataset_stats_new(t.width, &stats, NULL) )
+    fly_check_problem(ck, "out of memory for column statistics");
+  fly_pages_check(db, FLY_TABLE_DATA, ds->id, &t, stats ? stats_page : NULL,
+                  stats, ck, &sr);
+  if( !sr.layout_bad && sr.n_rows != (uint64_t)ds->n_rows )
+    fly_check_problem(ck, "the pages hold %llu rows, dataset.n_rows is %lld",
+                      (unsigned long long)sr.n_rows, (long long)ds->n_rows);
+  if( !sr.layout_bad && sr.bytes != (uint64_t)stored )
+    fly_check_problem(ck, "stored_bytes is %lld, the payloads hold %llu bytes",
+                      (long long)stored, (unsigned long long)sr.bytes);
+  /* Sound: the rows are what ingest stored (the columns' rows aside). */
+  ds->sound = ck->n_problems == before;
+  check_columns(db, ck, ds, has_icpt, target, stats && !sr.bad ? stats : NULL);
+  fly_dataset_stats_free(stats);
+
+  if( ds->sound ){
+    fly_err e = {0};
+    if( fly_pages_open(db, FLY_TABLE_DATA, ds->id, 0, &ds->pg, &e) ){
+      fly_check_problem(ck, "the page reader refuses it: %s", e.msg);
+      ds->sound = 0;
+    }
+  }
+}
+
+fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
+                         fly_dataset_checked **pds, size_t *pn, fly_err *err)
+{
+  sqlite3_stmt *st;
+  fly_dataset_checked *ds = NULL;
+  size_t n = 0, cap = 0;
+  int s;
+
+  *pds = NULL;
+  *pn = 0;
+  if( !ck ) return fly_fail(err, FLY_MISUSE, "fly_dataset_check: no checker");
+  fly_check_scope(ck, "table dataset");
+  st = fly_check_prepare(db, ck,
+      "SELECT id, name, n_rows, width, n_features, has_intercept,"
+      " target_name, page_rows, n_pages, raw_bytes, stored_bytes, prec"
+      " FROM dataset ORDER BY id");
+  if( !st ) goto done;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    if( n == cap ){
+      size_t nc = cap ? 2 * cap : 8;
+      fly_dataset_checked *g = fly_realloc_array(ds, nc, sizeof *ds);
+      if( !g ){ fly_check_problem(ck, "out of memory for %zu data sets", nc); break; }
+      ds = g;
+      cap = nc;
+    }
+    check_one(db, ck, st, &ds[n++]);
+    fly_check_scope(ck, "%s", "");
+  }
+  if( s != SQLITE_DONE && s != SQLITE_ROW ){
+    fly_check_scope(ck, "table dataset");
+    fly_check_step_failed(db, ck, "reading table dataset");
+  }
+  sqlite3_finalize(st);
+done:
+  fly_check_scope(ck, "%s", "");
+  *pds = ds;
+  *pn = n;
+  return FLY_OK;
+}
+
+void fly_dataset_checked_free(fly_dataset_checked *ds, size_t n)
+{
+  if( !ds ) return;
+  for(size_t i = 0; i < n; i++) fly_pages_close(ds[i].pg);
+  fly_free(ds);
+}
+
+fly_dataset_checked *fly_dataset_checked_find(fly_dataset_checked *ds,
+                                              size_t n, int64_t id)
+{
+  for(size_t i = 0; i < n; i++) if( ds[i].id == id ) return &ds[i];
+  return NULL;
+}
