@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "run/run.h"
-#include "store/run.h"
+#include "store/dataset.h"
 
-fly_rc fly_model_spec_resolve(const fly_model_spec *s, fly_db *db, int64_t ds,
+fly_rc fly_model_spec_resolve(const fly_model_spec *s, fly_db *db, int64_t dataset_id,
                               fly_model *m, fly_err *err)
 {
-  fly_run_data d;
+  fly_dataset *ds = NULL;
   fly_rc rc;
   const char *name = s->model ? s->model : "logistic";
   memset(m, 0, sizeof *m);
@@ -24,9 +24,17 @@ fly_rc fly_model_spec_resolve(const fly_model_spec *s, fly_db *db, int64_t ds,
   if( !m->type )
     return fly_fail(err, FLY_MISUSE, "--model: '%s' is not an available model "
                     "(logistic, softmax, robust)", name);
-  if( (rc = fly_run_data_of(db, ds, &d, err)) ) return rc;
-  m->D = (size_t)d.width - 1;
-  m->tcol = (size_t)d.width - 1;
+  if( (rc = fly_dataset_load(db, dataset_id, &ds, err)) ) return rc;
+  const fly_dataset_column *t = fly_dataset_target(ds);
+  if( !t ){
+    rc = fly_fail(err, FLY_CORRUPT, "data set %lld has no target column", (long long)dataset_id);
+    fly_dataset_free(ds);
+    return rc;
+  }
+  struct { double tmin, tmax, tsd; } d = { t->min, t->max, t->sd };
+  m->D = (size_t)ds->width - 1;
+  m->tcol = (size_t)ds->width - 1;
+  fly_dataset_free(ds);
   m->K = 1;
   const char *pr = s->prior ? s->prior : "normal";
   if( !strcmp(pr, "normal") ) m->prior = FLY_PRIOR_NORMAL;

@@ -29,6 +29,7 @@
 #include "flymc/index.h"
 #include "flymc/sketch.h"
 #include "run/config.h"
+#include "store/dataset.h"
 #include "store/db.h"
 #include "store/pages.h"
 #include "store/run.h"
@@ -152,7 +153,7 @@ done:
 
 /* All rows in one block for regular MCMC, when they fit comfortably;
  * *out NULL (stream the pages instead) when they do not. */
-static fly_rc load_all(fly_db *db, int64_t ds, const fly_run_data *sh, double **out,
+static fly_rc load_all(fly_db *db, int64_t ds, const fly_dataset *sh, double **out,
                        fly_err *err)
 {
   fly_pages *p = NULL;
@@ -300,7 +301,8 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   fly_sketch sk = {0};
   double *Xall = NULL;
   fly_run_ckpt ck[FLY_RUN_MAX_CHAINS];
-  fly_run_data sh;
+  fly_dataset *dset = NULL;
+  const char **names = NULL;
   fly_model m;
   fly_chain_cfg cc;
   int64_t bs = 0, run_id = resume_id;
@@ -316,8 +318,8 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   res->cache_mb = c->cache_mb;
   openblas_set_num_threads(1);
   if( (rc = fly_db_open(db_path, 0, &db, err)) ) goto done;
-  if( !ds && (rc = fly_db_dataset_id(db, c->data, &ds, err)) ) goto done;
-  if( (rc = fly_run_data_of(db, ds, &sh, err)) ) goto done;
+  if( !ds && (rc = fly_dataset_find(db, c->data, &ds, err)) ) goto done;
+  if( (rc = fly_dataset_load(db, ds, &dset, err)) ) goto done;
   if( (rc = fly_model_spec_resolve(&c->model, db, ds, &m, err)) ||
       (rc = fly_run_cfg_fit(c, &m, err)) ){
     res->usage = rc == FLY_MISUSE;
@@ -344,9 +346,9 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     if( (rc = fly_index_build(db_path, ds, bs, &m, c->sketch ? bd->chol_key : NULL, nt,
                               &bk, &sk, err)) ) goto done;
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
-        c->sketch ? " and row sketches" : "", (long long)sh.n_rows, now() - ti);
+        c->sketch ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
   }
-  if( c->z == FLY_Z_REGULAR && (rc = load_all(db, ds, &sh, &Xall, err)) ) goto done;
+  if( c->z == FLY_Z_REGULAR && (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
 
   memset(&cc, 0, sizeof cc);
   cc.db_path = db_path;
@@ -356,8 +358,8 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.buckets = c->z == FLY_Z_GIBBS ? &bk : NULL;
   cc.sketch = c->sketch ? &sk : NULL;
   cc.Xall = Xall;
-  cc.N = sh.n_rows;
-  cc.W = (size_t)sh.width;
+  cc.N = dset->n_rows;
+  cc.W = (size_t)dset->width;
   cc.z = c->z;
   cc.z_param = c->z_param;
   cc.scan_frac = c->scan_frac;
@@ -380,17 +382,27 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     for(size_t i = 0; i < nl; i++)
       kv[i] = (fly_run_kv){ lines[i].key, lines[i].value, lines[i].is_default };
     fly_run_cfg_to_rec(c, &m, ds, bs, &rec);
-    if( (rc = fly_run_create(db, &rec, m.K, kv, nl, FLYDB_VERSION, &run_id, err)) ) goto done;
+    /* the parameters are named after the feature columns, in stored order */
+    if( !(names = fly_alloc_array(m.D ? m.D : 1, sizeof *names)) ){
+      rc = fly_fail(err, FLY_NOMEM, "parameter names");
+      goto done;
+    }
+    for(size_t i = 0; i < dset->n_cols; i++){
+      const fly_dataset_column *col = &dset->cols[i];
+      if( col->idx >= 0 && (size_t)col->idx < m.D ) names[col->idx] = col->name;
+    }
+    if( (rc = fly_run_create(db, &rec, m.K, names, kv, nl, FLYDB_VERSION, &run_id,
+                             err)) ) goto done;
   }
   res->run_id = run_id;
-  rc = drive(db_path, c, &cc, run_id, ck, sh.n_rows, hooks, res, err);
+  rc = drive(db_path, c, &cc, run_id, ck, dset->n_rows, hooks, res, err);
   if( (rc == FLY_OK || rc == FLY_DONE) && res->profiled ){
-    const char *names[FLY_PROF_N];
+    const char *parts[FLY_PROF_N];
     double t[FLY_RUN_MAX_CHAINS * FLY_PROF_N];
-    for(int k = 0; k < FLY_PROF_N; k++) names[k] = fly_prof_name((fly_prof_part)k);
+    for(int k = 0; k < FLY_PROF_N; k++) parts[k] = fly_prof_name((fly_prof_part)k);
     for(int i = 0; i < res->chains; i++)
       memcpy(t + (size_t)i * FLY_PROF_N, res->prof[i].t, sizeof res->prof[i].t);
-    fly_rc r2 = fly_run_store_profile(db, run_id, res->chains, FLY_PROF_N, names, t,
+    fly_rc r2 = fly_run_store_profile(db, run_id, res->chains, FLY_PROF_N, parts, t,
                                       res->prof_iters, err);
     if( r2 ) rc = r2;
   }
@@ -410,6 +422,8 @@ done:
     res->run_id = run_id;
   }
   for(int i = 0; i < FLY_RUN_MAX_CHAINS; i++) fly_free(ck[i].blob);
+  fly_free(names);
+  fly_dataset_free(dset);
   fly_free(Xall);
   fly_buckets_free(&bk);
   fly_sketch_free(&sk);

@@ -4,6 +4,7 @@
  * (tune/tune.h) and loaded.
  */
 #include "run/run.h"
+#include "store/dataset.h"
 #include "store/db.h"
 #include "tune/tune.h"
 
@@ -15,7 +16,7 @@ fly_rc fly_run_tune(fly_db *db, const char *data, const fly_model_spec *s,
   fly_rc rc;
   *pb = NULL;
   *usage = 0;
-  if( (rc = fly_db_dataset_id(db, data, &ds, err)) ) return rc;
+  if( (rc = fly_dataset_find(db, data, &ds, err)) ) return rc;
   if( (rc = fly_model_spec_resolve(s, db, ds, &m, err)) ){
     *usage = rc == FLY_MISUSE;
     return rc;

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "store/check.h"
-#include "store/dataset.h"
 #include "store/schema.h"
 #include "util/mem.h"
 
@@ -345,12 +344,6 @@ fly_rc fly_db_wal(fly_db *db, fly_err *err)
 {
   if( db->flags & (FLY_DB_FAST | FLY_DB_READONLY) ) return FLY_OK;
   return exec_step(db, "PRAGMA journal_mode=WAL", "switching to WAL mode", err);
-}
-
-fly_rc fly_db_dataset_id(fly_db *db, const char *name, int64_t *id,
-                         fly_err *err)
-{
-  return fly_dataset_find(db, name, id, err);
 }
 
 /* ---- integrity check ------------------------------------------------ */

@@ -67,12 +67,6 @@ void   fly_db_read_end(fly_db *db, int began);
 /* Switch to WAL (so readers can query while a run writes); no-op if FAST. */
 fly_rc fly_db_wal(fly_db *db, fly_err *err);
 
-/* Look up the id of data set `name` (NULL: the only one; an error if there
- * are several or none, listing their names).  Deprecated: the same as
- * fly_dataset_find (store/dataset.h), which owns the dataset table. */
-fly_rc fly_db_dataset_id(fly_db *db, const char *name, int64_t *id,
-                         fly_err *err);
-
 /* ---- integrity check ------------------------------------------------ */
 
 struct fly_checker;

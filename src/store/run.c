@@ -114,36 +114,34 @@ static fly_rc insert_config(fly_db *db, int64_t run_id, const fly_run_kv *kv, si
   return rc;
 }
 
-/* The names of the parameters: the data set's feature names, and for K > 1
- * classes row k of theta (parameters k*D .. k*D+D-1) as "k:feature". */
-static fly_rc insert_params(fly_db *db, int64_t run_id, int64_t ds, size_t K, size_t D,
-                            fly_err *err)
+/* The names of the parameters: for K > 1 classes parameter k*D + j is
+ * "k:name_j". */
+static fly_rc insert_params(fly_db *db, int64_t run_id, const char *const *names,
+                            size_t K, size_t D, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
-  fly_rc rc;
-  if( K <= 1 )
-    rc = fly_db_prepare(db, "INSERT INTO param(run_id, idx, name) SELECT ?1, idx, name "
-                        "FROM dataset_column WHERE dataset_id=?2 AND role != 'target'",
-                        &st, err);
-  else
-    rc = fly_db_prepare(db, "WITH RECURSIVE k(v) AS (SELECT 0 UNION ALL SELECT v+1 FROM k "
-                        "WHERE v+1 < ?3) INSERT INTO param(run_id, idx, name) SELECT ?1, "
-                        "k.v * ?4 + c.idx, k.v || ':' || c.name FROM k, dataset_column c "
-                        "WHERE c.dataset_id=?2 AND c.role != 'target'", &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, run_id);
-  sqlite3_bind_int64(st, 2, ds);
-  if( K > 1 ){
-    sqlite3_bind_int64(st, 3, (int64_t)K);
-    sqlite3_bind_int64(st, 4, (int64_t)D);
-  }
-  if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "naming parameters");
+  char buf[512];
+  fly_rc rc = fly_db_prepare(db, "INSERT INTO param(run_id, idx, name) VALUES (?1,?2,?3)",
+                             &st, err);
+  for(size_t k = 0; k < K && rc == FLY_OK; k++)
+    for(size_t j = 0; j < D && rc == FLY_OK; j++){
+      const char *nm = names[j] ? names[j] : "?";
+      if( K > 1 ){
+        snprintf(buf, sizeof buf, "%zu:%s", k, nm);
+        nm = buf;
+      }
+      sqlite3_bind_int64(st, 1, run_id);
+      sqlite3_bind_int64(st, 2, (int64_t)(k * D + j));
+      sqlite3_bind_text(st, 3, nm, -1, SQLITE_TRANSIENT);
+      if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "naming parameters");
+      sqlite3_reset(st);
+    }
   sqlite3_finalize(st);
   return rc;
 }
 
 fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
-                      const fly_run_kv *kv, size_t n_kv, const char *version,
+                      const char *const *feature_names, const fly_run_kv *kv, size_t n_kv, const char *version,
                       int64_t *run_id, fly_err *err)
 {
   int64_t id = 0;
@@ -153,7 +151,7 @@ fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
   if( (rc = insert_run(db, r, version, &id, err)) ) goto done;
   if( (rc = insert_setting(db, id, r, err)) ) goto done;
   if( (rc = insert_config(db, id, kv, n_kv, err)) ) goto done;
-  if( (rc = insert_params(db, id, r->dataset_id, K, (size_t)r->n_params / K, err)) ) goto done;
+  if( (rc = insert_params(db, id, feature_names, K, (size_t)r->n_params / K, err)) ) goto done;
   rc = fly_db_commit(db, err);
 done:
   if( rc ) fly_db_rollback(db);
@@ -344,23 +342,3 @@ fly_rc fly_run_latest(fly_db *db, int64_t *run_id, fly_err *err)
   return rc;
 }
 
-fly_rc fly_run_data_of(fly_db *db, int64_t dataset_id, fly_run_data *d, fly_err *err)
-{
-  sqlite3_stmt *st = NULL;
-  fly_rc rc = fly_db_prepare(db, "SELECT d.n_rows, d.width, d.page_rows, c.min, c.max, c.sd "
-                             "FROM dataset d JOIN dataset_column c ON c.dataset_id = d.id "
-                             "AND c.role = 'target' WHERE d.id = ?1", &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, dataset_id);
-  if( sqlite3_step(st) == SQLITE_ROW ){
-    d->n_rows = sqlite3_column_int64(st, 0);
-    d->width = sqlite3_column_int64(st, 1);
-    d->page_rows = sqlite3_column_int64(st, 2);
-    d->tmin = sqlite3_column_double(st, 3);
-    d->tmax = sqlite3_column_double(st, 4);
-    d->tsd = sqlite3_column_double(st, 5);
-  }else rc = fly_fail(err, FLY_CORRUPT, "data set %lld has no target column",
-                      (long long)dataset_id);
-  sqlite3_finalize(st);
-  return rc;
-}

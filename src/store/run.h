@@ -69,13 +69,14 @@ typedef struct fly_run_kv {
 } fly_run_kv;
 
 /* Create run: the run row (status 'running'), its run_setting row, the
- * n_kv lines of run_config and the names of its parameters (the data set's
- * feature names, "k:name" per class when n_classes > 1), in one
- * transaction.  version is the writing flydb's version.  *run_id: the new
- * id.  On failure nothing is written. */
+ * n_kv lines of run_config and the names of its r->n_params parameters
+ * (the D = n_params / n_classes feature names, prefixed "k:" per class when
+ * n_classes > 1), in one transaction.  version is the writing flydb's
+ * version.  *run_id: the new id.  On failure nothing is written. */
 fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
-                      const fly_run_kv *kv, size_t n_kv, const char *version,
-                      int64_t *run_id, fly_err *err);
+                      const char *const *feature_names, const fly_run_kv *kv,
+                      size_t n_kv, const char *version, int64_t *run_id,
+                      fly_err *err);
 
 /* Load run run_id's record and its status ("running", "done", "failed";
  * status may be NULL).  FLY_RANGE "<db> has no run N" if there is none;
@@ -108,14 +109,6 @@ fly_rc fly_run_store_profile(fly_db *db, int64_t run_id, int n_chains,
                              int n_parts, const char *const *part_names,
                              const double *t, const int64_t *iters,
                              fly_err *err);
-
-/* What a run needs of its data set: rows, stored values per row, rows per
- * page, and the target column's min, max and sd. */
-typedef struct fly_run_data {
-  int64_t n_rows, width, page_rows;
-  double  tmin, tmax, tsd;
-} fly_run_data;
-fly_rc fly_run_data_of(fly_db *db, int64_t dataset_id, fly_run_data *d, fly_err *err);
 
 /* The id of the newest run (0 if none). */
 fly_rc fly_run_latest(fly_db *db, int64_t *run_id, fly_err *err);
