@@ -182,7 +182,7 @@ static size_t legend_rows(const frame *f, size_t C, int pooled)
  * legend of `rows` rows; sets the page height. */
 static void place(frame *f, int lines, size_t rows)
 {
-  f->T = 26 + 15.0 * lines + (double)rows * LEGEND_DY + 10;
+  f->T = 26 + 15.0 * lines + (double)rows * LEGEND_DY + 16;
   f->ph = f->T + f->H + 52;
 }
 
@@ -210,12 +210,24 @@ static fly_rc pic_open(const char *path, const frame *f, fly_err *err)
   return FLY_OK;
 }
 
-/* Grid, box, ticks and labels; the title and subtitle lines above. */
+/* PLplot places text outside the plot area in character heights: the
+ * default height on these pages is about 11 px. */
+#define CH_PX 11.0
+
+/* A line of text at scale sc whose baseline is y px from the page's top. */
+static void top_text(const frame *f, double y, double sc, const char *text)
+{
+  char b[600];
+  plschr(0, sc);
+  plmtex("t", (f->T - y) / (CH_PX * sc), 0.0, 0.0, pl_text(b, sizeof b, text));
+}
+
+/* Grid, box, ticks and labels; the title (baseline 20 px) and subtitle
+ * lines (15 px apart) above. */
 static void pic_axes(const frame *f, const char *title, const char *const *sub, int n_sub,
                      const char *xlabel, const char *ylabel)
 {
   char b[600];
-  double ch = 1 / 3.0;            /* px -> PLplot character heights at the default size */
   plwidth(1);
   pllsty(1);
   plcol0(C_GRID);
@@ -226,12 +238,9 @@ static void pic_axes(const frame *f, const char *title, const char *const *sub, 
   plschr(0, 0.9);
   plmtex("b", 3.0, 0.5, 0.5, pl_text(b, sizeof b, xlabel));
   plmtex("l", 4.6, 0.5, 0.5, pl_text(b, sizeof b, ylabel));
-  plschr(0, 1.1);
-  plmtex("t", (f->T - 22) * ch / 1.1 * 0.3, 0.0, 0.0, pl_text(b, sizeof b, title));
-  plschr(0, 0.8);
+  top_text(f, 20, 1.1, title);
   plcol0(C_GREY);
-  for(int i = 0; i < n_sub; i++)
-    plmtex("t", (f->T - 38 - 15.0 * i) * ch / 0.8 * 0.3, 0.0, 0.0, pl_text(b, sizeof b, sub[i]));
+  for(int i = 0; i < n_sub; i++) top_text(f, 38 + 15.0 * i, 0.8, sub[i]);
   plschr(0, 1.0);
   plcol0(C_INK);
 }
