@@ -376,7 +376,7 @@ fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int
 {
   sqlite3_stmt *st = NULL;
   char sql[1024], cols[512];
-  size_t t = 0;
+  size_t t = 0, b0 = p0 / BLOCK, b1, k0 = 0, k1 = BLOCK, m = 0;
   int64_t last = INT64_MIN;
   int s;
   *n = 0;
@@ -385,7 +385,14 @@ fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int
     return fly_fail(err, FLY_RANGE, "run %lld has parameters 0..%zu, not %zu..%zu",
                     (long long)r->run.id, r->run.n_params - 1, p0, p0 + n_p - 1);
   if( cap == 0 ) return FLY_OK;
-  value_cols(cols, sizeof cols);
+  b1 = (p0 + n_p - 1) / BLOCK;
+  /* within one block only the columns asked for: SQLite decodes a record
+   * up to the last column read */
+  if( b0 == b1 ){
+    k0 = p0 % BLOCK;
+    k1 = k0 + n_p;
+  }
+  for(size_t k = k0; k < k1; k++) m += (size_t)snprintf(cols + m, sizeof cols - m, ", v%zu", k);
   snprintf(sql, sizeof sql, "SELECT iter, blk%s FROM draw_block WHERE run_id = ?1 AND "
            "chain = ?2 AND iter > ?3 AND blk >= ?4 AND blk <= ?5 ORDER BY iter, blk", cols);
   fly_rc rc = fly_db_prepare(r->db, sql, &st, err);
@@ -393,8 +400,8 @@ fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int
   sqlite3_bind_int64(st, 1, r->run.id);
   sqlite3_bind_int64(st, 2, (int64_t)c);
   sqlite3_bind_int64(st, 3, after);
-  sqlite3_bind_int64(st, 4, (int64_t)(p0 / BLOCK));
-  sqlite3_bind_int64(st, 5, (int64_t)((p0 + n_p - 1) / BLOCK));
+  sqlite3_bind_int64(st, 4, (int64_t)b0);
+  sqlite3_bind_int64(st, 5, (int64_t)b1);
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
     int64_t it = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
     if( it != last ){
@@ -409,7 +416,7 @@ fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int
     if( lo < p0 ) lo = p0;
     if( hi > p0 + n_p ) hi = p0 + n_p;
     for(size_t p = lo; p < hi; p++)
-      x[(p - p0) * cap + t - 1] = col_real(st, 2 + (int)(p % BLOCK));
+      x[(p - p0) * cap + t - 1] = col_real(st, 2 + (int)(p % BLOCK - k0));
   }
   if( s != SQLITE_DONE && s != SQLITE_ROW ) rc = fly_db_fail(r->db, err, "reading draws");
   sqlite3_finalize(st);
