@@ -1,6 +1,7 @@
 /*
  * plot.c -- `flydb plot [RUN_ID] --out DIR`: pictures of a run, as SVG
- * files (svg.c) and an index.html that shows them all.
+ * files drawn with PLplot (its svg device: axes, ticks, labels, legends)
+ * and an index.html that shows them all.
  *
  * Per parameter p (files p<k>_<name>_*.svg, k from 1, the name reduced to
  * letters, digits, '-', '.' and '_'):
@@ -9,39 +10,38 @@
  *   _acf.svg      autocorrelation of each chain's post-warm-up draws up to
  *                 lag 100 (R's acf(), src/stats), with the +-1.96/sqrt(n)
  *                 band of white noise;
- *   _density.svg  marginal density of the post-warm-up draws of all chains:
- *                 a Gaussian kernel density estimate with Silverman's
- *                 bandwidth (R's bw.nrd0: 0.9 min(sd, IQR/1.34) n^-1/5) on
- *                 512 points over the range +- 3 bandwidths (R's density()
- *                 defaults), one curve per chain over it, the mean, the 90%
- *                 interval and a rug.
+ *   _density.svg  marginal density of the post-warm-up draws of all chains
+ *                 (R's density() defaults, src/stats/kde.c), one curve per
+ *                 chain over it, the mean, the 90% interval and a rug.
  * Per run, the panels of the FlyMC paper's Figure 4 (run_*.svg): the log
  * joint density, the bright count, likelihood evaluations and rows read,
  * each per iteration and chain.
  *
  * A series of more than 2000 points is drawn as the minimum and maximum of
  * each of 1000 buckets (in the order they occur), which keeps every spike
- * a full-resolution line would show and a file near 30 KB per chain.  The
- * density is computed by linear binning and a direct convolution with the
- * kernel (R bins too, and convolves by FFT): O(n + 512 K) for K grid
- * points within 4 bandwidths.
+ * a full-resolution line would show and a file near 30 KB per chain.
+ * PLplot writes each picture to "<file>.plot"; it is then copied to
+ * "<file>.tmp" with a <title> element (the picture's title, for browsers
+ * and screen readers) and renamed into place, so a failed picture leaves
+ * no file behind.  PLplot keeps global state: pictures are drawn one at a
+ * time, from one thread.
  *
- * Memory: the run's iteration table (5 numbers a kept iteration) and the
+ * Memory: the run's diagnostics (5 numbers a kept iteration) and the
  * draws of a block of parameters, at most 2^24 doubles (128 MiB); more
  * parameters than fit cost one more scan of the draws per block.
  */
 #include <errno.h>
 #include <math.h>
+#include <plplot.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "outdir.h"
 #include "stats/stats.h"
 #include "store/db.h"
-#include "svg.h"
+#include "store/trace.h"
 #include "util/mem.h"
 
 #define PATH_CAP   4096
@@ -51,18 +51,16 @@
 #define BLOCK_VALS ((size_t)1 << 24)
 #define N_COLOURS  8
 
-/* Okabe & Ito's colour-blind safe palette (yellow dropped), then brown, grey. */
-static const char *colours[N_COLOURS] = {
-  "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f",
+/* cmap0 entries: PLplot draws in indexed colours. */
+enum { C_BG, C_INK, C_GREY, C_GRID, C_SHADE, C_BAND, C_FILL, C_CHAIN0,
+       C_N = C_CHAIN0 + N_COLOURS };
+static const unsigned char palette[C_N][3] = {
+  { 255, 255, 255 }, { 0x22, 0x22, 0x22 }, { 0x66, 0x66, 0x66 }, { 0xe6, 0xe6, 0xe6 },
+  { 0xec, 0xec, 0xec }, { 0xdb, 0xe6, 0xf1 }, { 0x9a, 0xb8, 0xd8 },
+  /* Okabe & Ito's colour-blind safe palette (yellow dropped), then brown, grey */
+  { 0x00, 0x72, 0xb2 }, { 0xd5, 0x5e, 0x00 }, { 0x00, 0x9e, 0x73 }, { 0xcc, 0x79, 0xa7 },
+  { 0xe6, 0x9f, 0x00 }, { 0x56, 0xb4, 0xe9 }, { 0x8c, 0x56, 0x4b }, { 0x7f, 0x7f, 0x7f },
 };
-#define INK   "#222222"
-#define GREY  "#666666"
-#define GRID  "#e6e6e6"
-
-typedef struct runinfo {
-  int64_t id, n_chains, n_warmup, n_iters, thin, n_params;
-  char    model[32], sampler[32], z[16], status[16], dataset[256];
-} runinfo;
 
 typedef struct chain {        /* one chain's kept iterations, in order */
   size_t   n;
@@ -73,29 +71,50 @@ typedef struct chain {        /* one chain's kept iterations, in order */
 } chain;
 
 typedef struct plotter {
-  fly_db       *db;
-  runinfo       ri;
-  const char   *dir;
-  chain        *ch;           /* [n_chains] */
-  char        **names;        /* [n_params] */
-  fly_stats_ws *ws;
-  double       *xs, *ys;      /* MAX_POINTS scratch for a path */
-  double       *pool;         /* post-warm-up draws of all chains */
-  double       *grid, *dens, *bins, *kern;   /* KDE scratch */
-  double       *rho;          /* MAX_LAG + 1 */
-  FILE         *html;         /* index.html.tmp */
-  size_t        n_files;
-  int64_t       last_iter;    /* largest kept iteration */
+  fly_trace_reader    *tr;
+  const fly_trace_run *ri;    /* borrowed from tr */
+  const char          *dir;
+  chain               *ch;    /* [n_chains] */
+  fly_stats_ws        *ws;
+  double              *xs, *ys;      /* MAX_POINTS scratch for a path */
+  double              *pool;         /* post-warm-up draws of all chains */
+  double              *grid, *dens, *cd;  /* KDE grid, pooled and one chain's density */
+  double              *rho;          /* MAX_LAG + 1 */
+  FILE                *html;         /* index.html.tmp */
+  size_t               n_files;
+  int64_t              last_iter;    /* largest kept iteration */
 } plotter;
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static void copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
+/* Text for XML character data and attribute values (& < > " '; control
+ * characters other than tab become '?'). */
+static void xml_escape(FILE *f, const char *t)
 {
-  const char *s = (const char *)sqlite3_column_text(st, col);
-  snprintf(dst, cap, "%s", s ? s : "");
+  for( ; *t; t++){
+    unsigned char c = (unsigned char)*t;
+    switch( c ){
+    case '&':  fputs("&amp;", f); break;
+    case '<':  fputs("&lt;", f); break;
+    case '>':  fputs("&gt;", f); break;
+    case '"':  fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default:   fputc(c < 0x20 && c != '\t' ? '?' : c, f);
+    }
+  }
 }
 
+/* s for PLplot, whose text escape character '#' is doubled to stay literal. */
+static const char *pl_text(char *b, size_t cap, const char *s)
+{
+  size_t n = 0;
+  for( ; *s && n + 2 < cap; s++){
+    if( *s == '#' ) b[n++] = '#';
+    b[n++] = *s;
+  }
+  b[n] = 0;
+  return b;
+}
 
 /* "p<k>_<name>" for parameter p: the name reduced to [A-Za-z0-9._-]. */
 static void file_stem(char *b, size_t cap, size_t p, size_t P, const char *name)
@@ -116,23 +135,6 @@ static void file_stem(char *b, size_t cap, size_t p, size_t P, const char *name)
   b[n] = 0;
 }
 
-/* ---- axes --------------------------------------------------------------- */
-
-typedef struct frame {
-  double L, T, W, H;          /* plot area in px */
-  double x0, x1, y0, y1;      /* data range shown */
-} frame;
-
-static double fx(const frame *f, double x) { return f->L + (x - f->x0) / (f->x1 - f->x0) * f->W; }
-static double fy(const frame *f, double y) { return f->T + f->H - (y - f->y0) / (f->y1 - f->y0) * f->H; }
-
-/* A 1, 2 or 5 times a power of ten near range / n. */
-static double nice_step(double range, int n)
-{
-  double raw = range / n, mag = pow(10, floor(log10(raw))), r = raw / mag;
-  return (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
-}
-
 /* [lo, hi] padded by 4% each side; a point gets a unit-sized window. */
 static void pad_range(double lo, double hi, double *a, double *b)
 {
@@ -148,63 +150,19 @@ static void pad_range(double lo, double hi, double *a, double *b)
   *b = hi + 0.04 * span;
 }
 
-static void tick_label(char *b, size_t cap, double v, double step)
-{
-  int dec = (int)ceil(-log10(step) - 1e-9);
-  if( fabs(v) < 1e-9 * step ) v = 0;
-  if( dec < 0 ) dec = 0;
-  if( (fabs(v) >= 1e6 || dec > 5) && v != 0 ){
-    int prec = (int)ceil(log10(fabs(v) / step) + 1e-9) + 1;
-    snprintf(b, cap, "%.*g", prec < 1 ? 1 : prec > 17 ? 17 : prec, v);
-  }else{
-    snprintf(b, cap, "%.*f", dec, v);
-  }
-}
+/* ---- one picture -------------------------------------------------------- */
 
-/* Frame, grid lines, ticks and their labels. */
-static void axes(fly_svg *s, const frame *f, int x_integer)
-{
-  fly_svg_style grid = { GRID, NULL, 1, 0, NULL };
-  fly_svg_style tick = { GREY, NULL, 1, 0, NULL };
-  fly_svg_style box = { "#bbbbbb", NULL, 1, 0, NULL };
-  char b[64];
-  double step = nice_step(f->x1 - f->x0, 6);
-  if( x_integer && step < 1 ) step = 1;
-  for(double v = ceil(f->x0 / step) * step; v <= f->x1 + 1e-9 * step; v += step){
-    double x = fx(f, v);
-    fly_svg_line(s, x, f->T, x, f->T + f->H, &grid);
-    fly_svg_line(s, x, f->T + f->H, x, f->T + f->H + 5, &tick);
-    tick_label(b, sizeof b, v, step);
-    fly_svg_text(s, x, f->T + f->H + 18, 11, FLY_SVG_MIDDLE, 0, INK, 0, "%s", b);
-  }
-  step = nice_step(f->y1 - f->y0, 5);
-  for(double v = ceil(f->y0 / step) * step; v <= f->y1 + 1e-9 * step; v += step){
-    double y = fy(f, v);
-    fly_svg_line(s, f->L, y, f->L + f->W, y, &grid);
-    fly_svg_line(s, f->L - 5, y, f->L, y, &tick);
-    tick_label(b, sizeof b, v, step);
-    fly_svg_text(s, f->L - 8, y + 4, 11, FLY_SVG_END, 0, INK, 0, "%s", b);
-  }
-  fly_svg_rect(s, f->L, f->T, f->W, f->H, &box);
-}
+/* The layout of a picture in px: the plot area (L, T, W, H) inside a page
+ * of pw x ph, and the data range shown. */
+typedef struct frame {
+  double pw, ph;
+  double L, T, W, H;
+  double x0, x1, y0, y1;
+} frame;
 
-/* Title, subtitle and axis labels around frame f. */
-static void labels(fly_svg *s, const frame *f, const char *title, const char *subtitle,
-                   const char *xlabel, const char *ylabel)
-{
-  fly_svg_text(s, f->L, 22, 15, FLY_SVG_START, 0, INK, 1, "%s", title);
-  if( subtitle ) fly_svg_text(s, f->L, 39, 11, FLY_SVG_START, 0, GREY, 0, "%s", subtitle);
-  fly_svg_text(s, f->L + f->W / 2, f->T + f->H + 38, 12, FLY_SVG_MIDDLE, 0, INK, 0, "%s", xlabel);
-  fly_svg_text(s, 16, f->T + f->H / 2, 12, FLY_SVG_MIDDLE, -90, INK, 0, "%s", ylabel);
-}
-
-/* The legend: "all chains" (when pooled) and one entry per chain, in rows
- * right-aligned to the plot area, from baseline y down; more than
- * N_COLOURS chains get one line of text.  legend_rows() is its height in
- * rows of LEGEND_DY px, so the plot area can start below it. */
-#define LEGEND_DY 15
-#define W_CHAIN   62                  /* px per "chain k" entry */
-#define W_POOLED  76                  /* px for "all chains" */
+#define LEGEND_DY 15               /* px per legend row */
+#define W_CHAIN   62               /* px per "chain k" entry */
+#define W_POOLED  76               /* px for "all chains" */
 
 static size_t legend_per_row(const frame *f)
 {
@@ -212,61 +170,224 @@ static size_t legend_per_row(const frame *f)
   return k ? k : 1;
 }
 
+/* Rows of the legend: "all chains" (when pooled) and one entry per chain;
+ * more than N_COLOURS chains get one line of text instead. */
 static size_t legend_rows(const frame *f, size_t C, int pooled)
 {
   size_t E = (C > N_COLOURS ? 1 : C) + (pooled != 0), k = legend_per_row(f);
   return E ? (E + k - 1) / k : 0;
 }
 
-static void legend(fly_svg *s, const frame *f, size_t C, int pooled, double y)
+/* Put the plot area (height H) below a header of `lines` text lines and a
+ * legend of `rows` rows; sets the page height. */
+static void place(frame *f, int lines, size_t rows)
 {
-  fly_svg_style st = { NULL, NULL, 3, 0, NULL };
-  size_t E = (C > N_COLOURS ? 0 : C) + (pooled != 0), k = legend_per_row(f);
-  double right = f->L + f->W;
-  if( C > N_COLOURS ){
-    fly_svg_text(s, right, y, 11, FLY_SVG_END, 0, GREY, 0, "%zu chains (colours repeat after %d)",
-                 C, N_COLOURS);
-    y += LEGEND_DY;
+  f->T = 26 + 15.0 * lines + (double)rows * LEGEND_DY + 16;
+  f->ph = f->T + f->H + 52;
+}
+
+/* Start a picture: PLplot's svg device on "<path>.plot", the palette, and
+ * the plot area of f in world coordinates. */
+static fly_rc pic_open(const char *path, const frame *f, fly_err *err)
+{
+  char tmp[PATH_CAP + 8];
+  FILE *probe;
+  snprintf(tmp, sizeof tmp, "%s.plot", path);
+  /* PLplot exits the process when it cannot open its file: try first */
+  if( !(probe = fopen(tmp, "w")) )
+    return fly_fail(err, FLY_IO, "cannot create %s: %s", tmp, strerror(errno));
+  fclose(probe);
+  plsdev("svg");
+  plsfnam(tmp);
+  plspage(0, 0, (PLINT)f->pw, (PLINT)f->ph, 0, 0);
+  plscmap0n(C_N);
+  for(int k = 0; k < C_N; k++) plscol0(k, palette[k][0], palette[k][1], palette[k][2]);
+  plscol0a(C_FILL, palette[C_FILL][0], palette[C_FILL][1], palette[C_FILL][2], 0.35);
+  plinit();
+  pladv(0);
+  plvpor(f->L / f->pw, (f->L + f->W) / f->pw, 1 - (f->T + f->H) / f->ph, 1 - f->T / f->ph);
+  plwind(f->x0, f->x1, f->y0, f->y1);
+  return FLY_OK;
+}
+
+/* PLplot places text outside the plot area in character heights: the
+ * default height on these pages is about 11 px. */
+#define CH_PX 11.0
+
+/* A line of text at scale sc whose baseline is y px from the page's top. */
+static void top_text(const frame *f, double y, double sc, const char *text)
+{
+  char b[600];
+  plschr(0, sc);
+  plmtex("t", (f->T - y) / (CH_PX * sc), 0.0, 0.0, pl_text(b, sizeof b, text));
+}
+
+/* Grid, box, ticks and labels; the title (baseline 20 px) and subtitle
+ * lines (15 px apart) above. */
+static void pic_axes(const frame *f, const char *title, const char *const *sub, int n_sub,
+                     const char *xlabel, const char *ylabel)
+{
+  char b[600];
+  plwidth(1);
+  pllsty(1);
+  plcol0(C_GRID);
+  plbox("g", 0, 0, "g", 0, 0);
+  plcol0(C_INK);
+  plschr(0, 0.8);
+  plbox("bcnst", 0, 0, "bcnstv", 0, 0);
+  plschr(0, 0.9);
+  plmtex("b", 3.0, 0.5, 0.5, pl_text(b, sizeof b, xlabel));
+  plmtex("l", 4.6, 0.5, 0.5, pl_text(b, sizeof b, ylabel));
+  top_text(f, 20, 1.1, title);
+  plcol0(C_GREY);
+  for(int i = 0; i < n_sub; i++) top_text(f, 38 + 15.0 * i, 0.8, sub[i]);
+  plschr(0, 1.0);
+  plcol0(C_INK);
+}
+
+/* The legend above the plot area, right-aligned: "all chains" (when pooled)
+ * and one line per chain; its top row just below the subtitle lines. */
+static void pic_legend(const frame *f, size_t C, int pooled)
+{
+  size_t k = legend_per_row(f), E;
+  PLINT opt[N_COLOURS + 1], lcol[N_COLOURS + 1], lsty[N_COLOURS + 1], tcol[N_COLOURS + 1];
+  PLFLT lw[N_COLOURS + 1];
+  const char *text[N_COLOURS + 1];
+  char names[N_COLOURS][24], many[64];
+  PLFLT wd, ht;
+  size_t rows = legend_rows(f, C, pooled);
+  E = 0;
+  if( pooled ){
+    opt[E] = PL_LEGEND_LINE; lcol[E] = C_INK; text[E] = "all chains";
+    E++;
   }
-  for(size_t r0 = 0; r0 < E; r0 += k, y += LEGEND_DY){
-    size_t r1 = r0 + k < E ? r0 + k : E;
-    double x = right;
-    for(size_t e = r0; e < r1; e++) x -= (pooled && e == 0) ? W_POOLED : W_CHAIN;
-    for(size_t e = r0; e < r1; e++){
-      int pool = pooled && e == 0;
-      size_t c = e - (pooled != 0);
-      st.stroke = pool ? INK : colours[c % N_COLOURS];
-      fly_svg_line(s, x + 4, y - 4, x + 20, y - 4, &st);
-      if( pool ) fly_svg_text(s, x + 24, y, 11, FLY_SVG_START, 0, INK, 0, "all chains");
-      else fly_svg_text(s, x + 24, y, 11, FLY_SVG_START, 0, INK, 0, "chain %zu", c + 1);
-      x += pool ? W_POOLED : W_CHAIN;
+  if( C > N_COLOURS ){
+    snprintf(many, sizeof many, "%zu chains (colours repeat after %d)", C, N_COLOURS);
+    opt[E] = PL_LEGEND_NONE; lcol[E] = C_GREY; text[E] = many;
+    E++;
+  }else{
+    for(size_t c = 0; c < C; c++){
+      snprintf(names[c], sizeof names[c], "chain %zu", c + 1);
+      opt[E] = PL_LEGEND_LINE; lcol[E] = (PLINT)(C_CHAIN0 + c); text[E] = names[c];
+      E++;
     }
+  }
+  if( E == 0 ) return;
+  for(size_t e = 0; e < E; e++){ lsty[e] = 1; lw[e] = 2.5; tcol[e] = C_INK; }
+  size_t ncol = E < k ? E : k;
+  plschr(0, 0.8);
+  /* y: from the top of the plot area up to the legend's top edge, in
+   * fractions of the plot area's height */
+  pllegend(&wd, &ht, 0, PL_POSITION_VIEWPORT | PL_POSITION_INSIDE | PL_POSITION_TOP |
+           PL_POSITION_RIGHT, 0.0, -((double)rows * LEGEND_DY + 6) / f->H, 0.05, C_BG, C_BG, 1,
+           (PLINT)rows, (PLINT)ncol, (PLINT)E, opt, 0.6, 0.75, 2.0, 0.0, tcol, text,
+           NULL, NULL, NULL, NULL, lcol, lsty, lw, NULL, NULL, NULL, NULL);
+  plschr(0, 1.0);
+}
+
+/* Polyline of n points, broken where a coordinate is not finite. */
+static void pic_line(const double *x, const double *y, size_t n)
+{
+  size_t a = 0;
+  while( a < n ){
+    while( a < n && !(isfinite(x[a]) && isfinite(y[a])) ) a++;
+    size_t b = a;
+    while( b < n && isfinite(x[b]) && isfinite(y[b]) ) b++;
+    if( b - a >= 2 ) plline((PLINT)(b - a), x + a, y + a);
+    a = b;
   }
 }
 
-/* Put the plot area of frame f (height H) below a header whose last line
- * has baseline y0 and a legend of `rows` rows; returns the picture's
- * height. */
-static double place(frame *f, double y0, size_t rows)
+/* End the picture, copy it to <path>.tmp with a <title>, rename into place,
+ * and add it to index.html.  The PLplot file is removed in any case. */
+static fly_rc pic_close(plotter *pl, const char *path, const char *name, const frame *f,
+                        const char *title, fly_err *err)
 {
-  f->T = y0 + (double)rows * LEGEND_DY + 12;
-  return f->T + f->H + 50;
+  char plot[PATH_CAP + 8], tmp[PATH_CAP + 8], buf[1 << 15];
+  FILE *in = NULL, *out = NULL;
+  fly_rc rc = FLY_OK;
+  int titled = 0;
+  size_t n, got = 0;
+  char tail[8] = {0};
+  plend1();
+  snprintf(plot, sizeof plot, "%s.plot", path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if( !(in = fopen(plot, "r")) ){
+    rc = fly_fail(err, FLY_IO, "cannot read %s: %s", plot, strerror(errno));
+    goto done;
+  }
+  if( !(out = fopen(tmp, "w")) ){
+    rc = fly_fail(err, FLY_IO, "cannot create %s: %s", tmp, strerror(errno));
+    goto done;
+  }
+  /* the <title> goes right after the svg element's start tag, the first '>'
+   * after "<svg" */
+  while( (n = fread(buf, 1, sizeof buf, in)) > 0 ){
+    size_t from = 0;
+    if( !titled ){
+      char *svg = NULL;
+      for(size_t i = 0; i + 4 <= n && !svg; i++) if( !memcmp(buf + i, "<svg", 4) ) svg = buf + i;
+      char *gt = svg ? memchr(svg, '>', (size_t)(buf + n - svg)) : NULL;
+      if( gt ){
+        from = (size_t)(gt - buf) + 1;
+        fwrite(buf, 1, from, out);
+        fputs("\n  <title>", out);
+        xml_escape(out, title);
+        fputs("</title>", out);
+        titled = 1;
+      }
+    }
+    fwrite(buf + from, 1, n - from, out);
+    for(size_t i = 0; i < n; i++){ memmove(tail, tail + 1, 6); tail[6] = buf[i]; }
+    got += n;
+  }
+  if( ferror(in) ) rc = fly_fail(err, FLY_IO, "reading %s: %s", plot, strerror(errno));
+  else if( !titled || !strstr(tail, "</svg>") )
+    rc = fly_fail(err, FLY_IO, "%s: PLplot wrote an incomplete picture (%zu bytes)", plot, got);
+  if( fclose(out) != 0 && rc == FLY_OK )
+    rc = fly_fail(err, FLY_IO, "writing %s: %s", tmp, strerror(errno));
+  out = NULL;
+  if( rc == FLY_OK && rename(tmp, path) != 0 )
+    rc = fly_fail(err, FLY_IO, "renaming %s: %s", tmp, strerror(errno));
+done:
+  if( in ) fclose(in);
+  if( out ) fclose(out);
+  remove(plot);
+  if( rc ){
+    remove(tmp);
+    return rc;
+  }
+  fprintf(pl->html, "<a href=\"");
+  xml_escape(pl->html, name);
+  fprintf(pl->html, "\"><img src=\"");
+  xml_escape(pl->html, name);
+  fprintf(pl->html, "\" width=\"%.0f\" alt=\"", f->pw);
+  xml_escape(pl->html, title);
+  fprintf(pl->html, "\"></a>\n");
+  pl->n_files++;
+  return FLY_OK;
+}
+
+static fly_rc pic_path(plotter *pl, const char *name, char *path, fly_err *err)
+{
+  if( snprintf(path, PATH_CAP, "%s/%s", pl->dir, name) >= PATH_CAP )
+    return fly_fail(err, FLY_RANGE, "--out: path too long");
+  return FLY_OK;
 }
 
 /* ---- series ------------------------------------------------------------- */
 
-/* (it[t], v[t]) for t < n as at most MAX_POINTS px points in xs, ys: all
- * of them, or the minimum and maximum of each of MAX_POINTS/2 buckets in
- * the order they occur.  Non-finite values are skipped (a bucket of them
- * becomes a break in the path).  Returns the number of points. */
-static size_t decimate(const frame *f, const int64_t *it, const double *v, size_t n,
-                       double *xs, double *ys)
+/* (it[t], v[t]) for t < n as at most MAX_POINTS points in xs, ys: all of
+ * them, or the minimum and maximum of each of MAX_POINTS/2 buckets in the
+ * order they occur.  Non-finite values become NaN (a break in the line).
+ * Returns the number of points. */
+static size_t decimate(const int64_t *it, const double *v, size_t n, double *xs, double *ys)
 {
   size_t m = 0, B = MAX_POINTS / 2;
   if( n <= MAX_POINTS ){
     for(size_t t = 0; t < n; t++){
-      xs[m] = fx(f, (double)it[t]);
-      ys[m++] = isfinite(v[t]) ? fy(f, v[t]) : NAN;
+      xs[m] = (double)it[t];
+      ys[m++] = isfinite(v[t]) ? v[t] : NAN;
     }
     return m;
   }
@@ -278,16 +399,16 @@ static size_t decimate(const frame *f, const int64_t *it, const double *v, size_
       if( imax == SIZE_MAX || v[t] > v[imax] ) imax = t;
     }
     if( imin == SIZE_MAX ){
-      xs[m] = fx(f, (double)it[lo]);
+      xs[m] = (double)it[lo];
       ys[m++] = NAN;
       continue;
     }
     size_t a = imin < imax ? imin : imax, z = imin < imax ? imax : imin;
-    xs[m] = fx(f, (double)it[a]);
-    ys[m++] = fy(f, v[a]);
+    xs[m] = (double)it[a];
+    ys[m++] = v[a];
     if( z != a ){
-      xs[m] = fx(f, (double)it[z]);
-      ys[m++] = fy(f, v[z]);
+      xs[m] = (double)it[z];
+      ys[m++] = v[z];
     }
   }
   return m;
@@ -306,47 +427,19 @@ static const double *values(const chain *c, which w)
   }
 }
 
-/* Open DIR/<name> and add it to index.html. */
-static fly_rc open_svg(plotter *pl, const char *name, double w, double h, const char *title,
-                       fly_svg **ps, fly_err *err)
-{
-  char path[PATH_CAP];
-  if( snprintf(path, sizeof path, "%s/%s", pl->dir, name) >= (int)sizeof path )
-    return fly_fail(err, FLY_RANGE, "--out: path too long");
-  fly_rc rc = fly_svg_open(path, w, h, title, ps, err);
-  if( rc ) return rc;
-  fprintf(pl->html, "<a href=\"");
-  fly_svg_escape(pl->html, name);
-  fprintf(pl->html, "\"><img src=\"");
-  fly_svg_escape(pl->html, name);
-  fprintf(pl->html, "\" width=\"%.0f\" alt=\"", w);
-  fly_svg_escape(pl->html, title);
-  fprintf(pl->html, "\"></a>\n");
-  pl->n_files++;
-  return FLY_OK;
-}
-
-static fly_rc close_svg(fly_svg *s, fly_rc rc, fly_err *err)
-{
-  if( rc == FLY_OK ) rc = fly_svg_finish(s, err);
-  fly_svg_close(s);
-  return rc;
-}
-
 /* Series w of every chain against iteration, warm-up shaded. */
 static fly_rc trace_plot(plotter *pl, const char *file, which w, const char *title,
                          const char *ylabel, fly_err *err)
 {
-  const runinfo *ri = &pl->ri;
-  size_t C = (size_t)ri->n_chains;
-  fly_svg *s = NULL;
-  frame f = { 72, 0, 670, 250, 0, 1, 0, 1 };
+  const fly_trace_run *ri = pl->ri;
+  size_t C = ri->n_chains;
+  frame f = { 760, 0, 72, 0, 670, 250, 0, 1, 0, 1 };
   double lo = INFINITY, hi = -INFINITY;
-  size_t rows = legend_rows(&f, C, 0);
-  double h = place(&f, 42, rows);
-  char sub[256];
+  char sub[256], path[PATH_CAP];
+  const char *subs[1] = { sub };
   fly_rc rc;
 
+  place(&f, 1, legend_rows(&f, C, 0));
   for(size_t c = 0; c < C; c++){
     const double *v = values(&pl->ch[c], w);
     for(size_t t = 0; t < pl->ch[c].n; t++){
@@ -356,9 +449,8 @@ static fly_rc trace_plot(plotter *pl, const char *file, which w, const char *tit
     }
   }
   if( w != V_DRAW && w != V_LP && lo >= 0 ){   /* counts: from zero */
-    lo = 0;
     if( hi <= 0 ) hi = 1;
-    pad_range(lo, hi, &f.y0, &f.y1);
+    pad_range(0, hi, &f.y0, &f.y1);
     f.y0 = 0;
   }else{
     pad_range(lo, hi, &f.y0, &f.y1);
@@ -368,37 +460,41 @@ static fly_rc trace_plot(plotter *pl, const char *file, which w, const char *tit
   snprintf(sub, sizeof sub, "run %lld: %zu chain%s, %lld warm-up (shaded) + %lld iterations%s",
            (long long)ri->id, C, C == 1 ? "" : "s", (long long)ri->n_warmup,
            (long long)ri->n_iters, ri->thin > 1 ? ", thinned" : "");
-  if( (rc = open_svg(pl, file, 760, h, title, &s, err)) ) return rc;
+  if( (rc = pic_path(pl, file, path, err)) ) return rc;
+  if( (rc = pic_open(path, &f, err)) ) return rc;
   if( ri->n_warmup > 0 ){
     double xw = fmin((double)ri->n_warmup, f.x1);
-    fly_svg_style shade = { NULL, "#ececec", 0, 0, NULL };
-    fly_svg_rect(s, f.L, f.T, fx(&f, xw) - f.L, f.H, &shade);
-    fly_svg_text(s, f.L + 2, f.T - 4, 11, FLY_SVG_START, 0, GREY, 0, "warm-up");
+    PLFLT bx[4] = { f.x0, xw, xw, f.x0 }, by[4] = { f.y0, f.y0, f.y1, f.y1 };
+    plcol0(C_SHADE);
+    plfill(4, bx, by);
+    plcol0(C_GREY);
+    plschr(0, 0.8);
+    plptex(f.x0 + 0.004 * (f.x1 - f.x0), f.y1 - 0.05 * (f.y1 - f.y0), 1, 0, 0, "warm-up");
+    plschr(0, 1.0);
   }
-  axes(s, &f, 1);
-  labels(s, &f, title, sub, "iteration", ylabel);
-  legend(s, &f, C, 0, 42 + LEGEND_DY);
+  pic_axes(&f, title, subs, 1, "iteration", ylabel);
+  pic_legend(&f, C, 0);
+  plwidth(1);
   for(size_t c = 0; c < C; c++){
-    fly_svg_style st = { colours[c % N_COLOURS], NULL, 1, 0.8, NULL };
-    size_t m = decimate(&f, pl->ch[c].iter, values(&pl->ch[c], w), pl->ch[c].n, pl->xs, pl->ys);
-    fly_svg_path(s, pl->xs, pl->ys, m, &st);
+    size_t m = decimate(pl->ch[c].iter, values(&pl->ch[c], w), pl->ch[c].n, pl->xs, pl->ys);
+    plcol0((PLINT)(C_CHAIN0 + c % N_COLOURS));
+    pic_line(pl->xs, pl->ys, m);
   }
-  return close_svg(s, FLY_OK, err);
+  return pic_close(pl, path, file, &f, title, err);
 }
 
 /* ---- autocorrelation ---------------------------------------------------- */
 
 static fly_rc acf_plot(plotter *pl, const char *file, const char *name, fly_err *err)
 {
-  const runinfo *ri = &pl->ri;
-  size_t C = (size_t)ri->n_chains, n_min = SIZE_MAX;
-  fly_svg *s = NULL;
-  frame f = { 72, 0, 420, 250, 0, 1, -0.2, 1.05 };
-  size_t rows = legend_rows(&f, C, 0);
-  double h = place(&f, 42, rows);
-  char title[300], sub[256];
-  fly_rc rc = FLY_OK;
+  const fly_trace_run *ri = pl->ri;
+  size_t C = ri->n_chains, n_min = SIZE_MAX;
+  frame f = { 520, 0, 72, 0, 420, 250, 0, 1, -0.2, 1.05 };
+  char title[300], sub[256], path[PATH_CAP];
+  const char *subs[1] = { sub };
+  fly_rc rc;
 
+  place(&f, 1, legend_rows(&f, C, 0));
   for(size_t c = 0; c < C; c++){
     size_t n = pl->ch[c].n - pl->ch[c].n_warm;
     if( n < n_min ) n_min = n;
@@ -417,84 +513,58 @@ static fly_rc acf_plot(plotter *pl, const char *file, const char *name, fly_err 
   snprintf(title, sizeof title, "Autocorrelation of %s", name);
   snprintf(sub, sizeof sub, "post-warm-up draws%s; dashed: \u00b11.96/\u221an, n = %zu",
            ri->thin > 1 ? " (thinned)" : "", n_min == SIZE_MAX ? (size_t)0 : n_min);
-  if( (rc = open_svg(pl, file, 520, h, title, &s, err)) ) return rc;
-  axes(s, &f, 1);
-  labels(s, &f, title, sub, ri->thin > 1 ? "lag (kept draws)" : "lag", "autocorrelation");
-  legend(s, &f, C, 0, 42 + LEGEND_DY);
-  {
-    fly_svg_style zero = { GREY, NULL, 1, 0, NULL }, band = { GREY, NULL, 1, 0, "5 4" };
-    fly_svg_line(s, f.L, fy(&f, 0), f.L + f.W, fy(&f, 0), &zero);
-    if( n_min > 0 && n_min != SIZE_MAX ){
-      double b = 1.96 / sqrt((double)n_min);
-      if( b < 1 ){
-        fly_svg_line(s, f.L, fy(&f, b), f.L + f.W, fy(&f, b), &band);
-        fly_svg_line(s, f.L, fy(&f, -b), f.L + f.W, fy(&f, -b), &band);
-      }
+  if( (rc = pic_path(pl, file, path, err)) ) return rc;
+  if( (rc = pic_open(path, &f, err)) ) return rc;
+  pic_axes(&f, title, subs, 1, ri->thin > 1 ? "lag (kept draws)" : "lag", "autocorrelation");
+  pic_legend(&f, C, 0);
+  plcol0(C_GREY);
+  pljoin(f.x0, 0, f.x1, 0);
+  if( n_min > 0 && n_min != SIZE_MAX ){
+    double b = 1.96 / sqrt((double)n_min);
+    if( b < 1 ){
+      pllsty(3);
+      pljoin(f.x0, b, f.x1, b);
+      pljoin(f.x0, -b, f.x1, -b);
+      pllsty(1);
     }
   }
-  if( L == 0 )
-    fly_svg_text(s, f.L + f.W / 2, f.T + f.H / 2, 13, FLY_SVG_MIDDLE, 0, GREY, 0,
-                 "too few post-warm-up draws");
+  if( L == 0 ){
+    plschr(0, 1.1);
+    plptex((f.x0 + f.x1) / 2, (f.y0 + f.y1) / 2, 1, 0, 0.5, "too few post-warm-up draws");
+    plschr(0, 1.0);
+  }
+  plwidth(1.3);
   for(size_t c = 0; c < C && L > 0; c++){
     chain *ch = &pl->ch[c];
-    fly_svg_style st = { colours[c % N_COLOURS], NULL, 1.3, 0.85, NULL };
-    fly_svg_style dot = { NULL, colours[c % N_COLOURS], 0, 0.85, NULL };
     if( fly_stats_acf(pl->ws, ch->x + ch->n_warm, ch->n - ch->n_warm, L, pl->rho, NULL) )
       continue;
     for(size_t k = 0; k <= L; k++){
-      pl->xs[k] = fx(&f, (double)k);
-      pl->ys[k] = isfinite(pl->rho[k]) ? fy(&f, pl->rho[k]) : NAN;
+      pl->xs[k] = (double)k;
+      pl->ys[k] = isfinite(pl->rho[k]) ? pl->rho[k] : NAN;
     }
-    fly_svg_path(s, pl->xs, pl->ys, L + 1, &st);
-    if( L <= 50 )
+    plcol0((PLINT)(C_CHAIN0 + c % N_COLOURS));
+    pic_line(pl->xs, pl->ys, L + 1);
+    if( L <= 50 ){                  /* a dot at each lag */
+      plschr(0, 0.45);
       for(size_t k = 0; k <= L; k++)
-        if( isfinite(pl->ys[k]) ) fly_svg_circle(s, pl->xs[k], pl->ys[k], 2, &dot);
+        if( isfinite(pl->ys[k]) ) plstring(1, pl->xs + k, pl->ys + k, "\u25cf");
+      plschr(0, 1.0);
+    }
   }
-  return close_svg(s, rc, err);
+  plwidth(1);
+  return pic_close(pl, path, file, &f, title, err);
 }
 
 /* ---- density ------------------------------------------------------------ */
 
-/* Gaussian KDE of x[0..n) with bandwidth bw on the KDE_POINTS points of
- * pl->grid (equally spaced): linear binning, then a direct convolution
- * with the kernel cut at 4 bandwidths. */
-static void kde(plotter *pl, const double *x, size_t n, double bw, double *out)
-{
-  size_t G = KDE_POINTS;
-  double lo = pl->grid[0], d = (pl->grid[G - 1] - lo) / (double)(G - 1);
-  size_t K = (size_t)fmin((double)(G - 1), ceil(4 * bw / d));
-  memset(pl->bins, 0, G * sizeof *pl->bins);
-  for(size_t i = 0; i < n; i++){
-    double pos = (x[i] - lo) / d;
-    if( !(pos >= 0) || pos > (double)(G - 1) ) continue;
-    size_t j = (size_t)pos;
-    double w = pos - (double)j;
-    pl->bins[j] += 1 - w;
-    if( j + 1 < G ) pl->bins[j + 1] += w;
-  }
-  for(size_t k = 0; k <= K; k++){
-    double u = (double)k * d / bw;
-    pl->kern[k] = exp(-0.5 * u * u) / (sqrt(2 * M_PI) * bw * (double)n);
-  }
-  for(size_t i = 0; i < G; i++){
-    double sum = pl->bins[i] * pl->kern[0];
-    for(size_t k = 1; k <= K; k++){
-      if( i >= k ) sum += pl->bins[i - k] * pl->kern[k];
-      if( i + k < G ) sum += pl->bins[i + k] * pl->kern[k];
-    }
-    out[i] = sum;
-  }
-}
-
 static fly_rc density_plot(plotter *pl, const char *file, const char *name, fly_err *err)
 {
-  const runinfo *ri = &pl->ri;
-  size_t C = (size_t)ri->n_chains, n = 0, G = KDE_POINTS, rows;
-  fly_svg *s = NULL;
-  frame f = { 72, 0, 420, 250, 0, 1, 0, 1 };
-  char title[300], sub[256], stats[256];
-  double probs[4] = { 0.05, 0.25, 0.75, 0.95 }, q[4], lo = INFINITY, hi = -INFINITY, h;
-  double *cd = pl->bins + G;          /* a chain's density */
+  const fly_trace_run *ri = pl->ri;
+  size_t C = ri->n_chains, n = 0, G = KDE_POINTS;
+  frame f = { 520, 0, 72, 0, 420, 250, 0, 1, 0, 1 };
+  char title[300], sub[256], stats[256], path[PATH_CAP];
+  const char *subs[2] = { sub, stats };
+  double probs[2] = { 0.05, 0.95 }, q[2] = { NAN, NAN }, lo = INFINITY, hi = -INFINITY;
   fly_rc rc;
 
   for(size_t c = 0; c < C; c++){
@@ -509,215 +579,132 @@ static fly_rc density_plot(plotter *pl, const char *file, const char *name, fly_
   }
   snprintf(title, sizeof title, "Posterior density of %s", name);
   double mean = fly_stats_mean(pl->pool, n), sd = fly_stats_sd(pl->pool, n), bw = NAN;
-  if( n >= 2 && fly_stats_quantile(pl->ws, pl->pool, n, probs, 4, q, NULL) == FLY_OK ){
-    double a = fmin(sd, (q[2] - q[1]) / 1.34);         /* R's bw.nrd0 */
-    if( !(a > 0) ) a = sd;
-    if( !(a > 0) ) a = fabs(pl->pool[0]);
-    if( !(a > 0) ) a = 1;
-    bw = 0.9 * a * pow((double)n, -0.2);
-  }else{
-    q[0] = q[3] = NAN;
-  }
+  if( n >= 2 && fly_stats_bw_nrd0(pl->ws, pl->pool, n, &bw, NULL) == FLY_OK )
+    fly_stats_quantile(pl->ws, pl->pool, n, probs, 2, q, NULL);
   int spread = n >= 2 && hi > lo && isfinite(bw);
   int per_chain = spread && C > 1;
   stats[0] = 0;
   if( spread ){
-    double top = 0;
-    for(size_t i = 0; i < G; i++)
-      pl->grid[i] = (lo - 3 * bw) + (hi - lo + 6 * bw) * (double)i / (double)(G - 1);
-    kde(pl, pl->pool, n, bw, pl->dens);
+    double top = 0, g0 = lo - 3 * bw, g1 = hi + 3 * bw;
+    for(size_t i = 0; i < G; i++) pl->grid[i] = g0 + (g1 - g0) * (double)i / (double)(G - 1);
+    if( (rc = fly_stats_kde(pl->pool, n, bw, g0, g1, G, pl->dens, err)) ) return rc;
     for(size_t i = 0; i < G; i++) if( pl->dens[i] > top ) top = pl->dens[i];
     for(size_t c = 0; per_chain && c < C; c++){    /* the y range covers every chain */
       chain *ch = &pl->ch[c];
       if( ch->n <= ch->n_warm ) continue;
-      kde(pl, ch->x + ch->n_warm, ch->n - ch->n_warm, bw, cd);
-      for(size_t i = 0; i < G; i++) if( cd[i] > top ) top = cd[i];
+      if( (rc = fly_stats_kde(ch->x + ch->n_warm, ch->n - ch->n_warm, bw, g0, g1, G, pl->cd,
+                              err)) ) return rc;
+      for(size_t i = 0; i < G; i++) if( pl->cd[i] > top ) top = pl->cd[i];
     }
-    f.x0 = pl->grid[0];
-    f.x1 = pl->grid[G - 1];
+    f.x0 = g0;
+    f.x1 = g1;
     f.y1 = top > 0 ? 1.05 * top : 1;
     snprintf(sub, sizeof sub, "%zu post-warm-up draws; Gaussian kernel, Silverman bandwidth %.3g",
              n, bw);
     snprintf(stats, sizeof stats, "mean %.4g (dashed line), sd %.3g; 90%% interval [%.3g, %.3g] "
-             "(band)", mean, sd, q[0], q[3]);
+             "(band)", mean, sd, q[0], q[1]);
   }else{
     pad_range(lo, hi, &f.x0, &f.x1);
     if( n ) snprintf(sub, sizeof sub, "%zu post-warm-up draws, all equal to %.6g", n, lo);
     else snprintf(sub, sizeof sub, "no post-warm-up draws");
   }
-  rows = legend_rows(&f, per_chain ? C : 0, per_chain);
-  h = place(&f, stats[0] ? 56 : 42, rows);
-  if( (rc = open_svg(pl, file, 520, h, title, &s, err)) ) return rc;
-  axes(s, &f, 0);
-  labels(s, &f, title, sub, name, "density");
-  if( stats[0] ) fly_svg_text(s, f.L, 53, 11, FLY_SVG_START, 0, GREY, 0, "%s", stats);
-  legend(s, &f, per_chain ? C : 0, per_chain, (stats[0] ? 56 : 42) + LEGEND_DY);
+  place(&f, stats[0] ? 2 : 1, legend_rows(&f, per_chain ? C : 0, per_chain));
+  if( (rc = pic_path(pl, file, path, err)) ) return rc;
+  if( (rc = pic_open(path, &f, err)) ) return rc;
+  if( spread && isfinite(q[0]) && isfinite(q[1]) ){    /* the 90% interval as a band */
+    PLFLT bx[4] = { q[0], q[1], q[1], q[0] }, by[4] = { f.y0, f.y0, f.y1, f.y1 };
+    plcol0(C_BAND);
+    plfill(4, bx, by);
+  }
+  pic_axes(&f, title, subs, stats[0] ? 2 : 1, name, "density");
+  pic_legend(&f, per_chain ? C : 0, per_chain);
   if( spread ){
-    fly_svg_style band = { NULL, "#dbe6f1", 0, 0, NULL };
-    fly_svg_style fill = { NULL, "#9ab8d8", 0, 0.35, NULL };
-    fly_svg_style line = { INK, NULL, 2, 0, NULL };
-    fly_svg_style mline = { INK, NULL, 1, 0, "5 4" };
-    fly_svg_style rug = { INK, NULL, 1, 0.35, NULL };
-    /* the 90% interval as a band, then the pooled density, filled */
-    if( isfinite(q[0]) && isfinite(q[3]) )
-      fly_svg_rect(s, fx(&f, q[0]), f.T + 1, fx(&f, q[3]) - fx(&f, q[0]), f.H - 2, &band);
-    for(size_t i = 0; i < G; i++){
-      pl->xs[i] = fx(&f, pl->grid[i]);
-      pl->ys[i] = fy(&f, pl->dens[i]);
-    }
-    pl->xs[G] = pl->xs[G - 1];
-    pl->ys[G] = fy(&f, 0);
-    pl->xs[G + 1] = pl->xs[0];
-    pl->ys[G + 1] = fy(&f, 0);
-    fly_svg_path(s, pl->xs, pl->ys, G + 2, &fill);
+    /* the pooled density, filled, then each chain's, then the pooled line */
+    memcpy(pl->xs, pl->grid, G * sizeof *pl->xs);
+    memcpy(pl->ys, pl->dens, G * sizeof *pl->ys);
+    pl->xs[G] = pl->grid[G - 1];
+    pl->ys[G] = 0;
+    pl->xs[G + 1] = pl->grid[0];
+    pl->ys[G + 1] = 0;
+    plcol0(C_FILL);
+    plfill((PLINT)(G + 2), pl->xs, pl->ys);
+    plwidth(1.2);
     for(size_t c = 0; per_chain && c < C; c++){
       chain *ch = &pl->ch[c];
-      fly_svg_style st = { colours[c % N_COLOURS], NULL, 1.2, C > 4 ? 0.6 : 0.9, NULL };
       if( ch->n <= ch->n_warm ) continue;
-      kde(pl, ch->x + ch->n_warm, ch->n - ch->n_warm, bw, cd);
-      for(size_t i = 0; i < G; i++) pl->ys[i] = fy(&f, cd[i]);
-      fly_svg_path(s, pl->xs, pl->ys, G, &st);
+      if( (rc = fly_stats_kde(ch->x + ch->n_warm, ch->n - ch->n_warm, bw, f.x0, f.x1, G, pl->cd,
+                              err)) ) break;
+      plcol0((PLINT)(C_CHAIN0 + c % N_COLOURS));
+      pic_line(pl->grid, pl->cd, G);
     }
-    for(size_t i = 0; i < G; i++) pl->ys[i] = fy(&f, pl->dens[i]);
-    fly_svg_path(s, pl->xs, pl->ys, G, &line);
-    fly_svg_line(s, fx(&f, mean), f.T, fx(&f, mean), f.T + f.H, &mline);
-    /* a rug of at most 200 draws spread evenly over the pool, as one path
-     * of ticks separated by breaks */
-    size_t step = n > 200 ? n / 200 : 1, m = 0;
-    for(size_t i = 0; i < n && m + 3 <= MAX_POINTS; i += step){
-      double x = fx(&f, pl->pool[i]);
-      pl->xs[m] = x;
-      pl->ys[m++] = f.T + f.H;
-      pl->xs[m] = x;
-      pl->ys[m++] = f.T + f.H - 8;
-      pl->xs[m] = pl->ys[m] = NAN;
-      m++;
-    }
-    fly_svg_path(s, pl->xs, pl->ys, m, &rug);
+    plcol0(C_INK);
+    plwidth(2);
+    pic_line(pl->grid, pl->dens, G);
+    plwidth(1);
+    pllsty(3);
+    pljoin(mean, f.y0, mean, f.y1);
+    pllsty(1);
+    /* a rug of at most 200 draws spread evenly over the pool, 8 px high */
+    size_t step = n > 200 ? n / 200 : 1;
+    double tick = 8 * (f.y1 - f.y0) / f.H;
+    plcol0(C_GREY);
+    for(size_t i = 0; i < n; i += step) pljoin(pl->pool[i], f.y0, pl->pool[i], f.y0 + tick);
   }else if( n ){
-    fly_svg_style line = { INK, NULL, 2, 0, NULL };
-    fly_svg_line(s, fx(&f, lo), f.T, fx(&f, lo), f.T + f.H, &line);
+    plcol0(C_INK);
+    plwidth(2);
+    pljoin(lo, f.y0, lo, f.y1);
+    plwidth(1);
   }
-  return close_svg(s, FLY_OK, err);
+  if( rc ){
+    plend1();
+    snprintf(path + strlen(path), 8, ".plot");
+    remove(path);
+    return rc;
+  }
+  return pic_close(pl, path, file, &f, title, err);
 }
 
 /* ---- loading ------------------------------------------------------------ */
 
-static fly_rc load_run(plotter *pl, int64_t run_id, fly_err *err)
-{
-  runinfo *ri = &pl->ri;
-  sqlite3_stmt *st = NULL;
-  static const char *cols = "SELECT r.id, n_chains, n_warmup, n_iters, thin, n_params, model, "
-      "sampler, z_mode, status, d.name FROM run r JOIN dataset d ON d.id = r.dataset_id ";
-  char sql[512];
-  snprintf(sql, sizeof sql, "%s%s", cols, run_id > 0 ? "WHERE r.id = ?1" : "ORDER BY r.id DESC LIMIT 1");
-  fly_rc rc = fly_db_prepare(pl->db, sql, &st, err);
-  if( rc ) return rc;
-  if( run_id > 0 ) sqlite3_bind_int64(st, 1, run_id);
-  if( sqlite3_step(st) == SQLITE_ROW ){
-    ri->id = sqlite3_column_int64(st, 0);
-    ri->n_chains = sqlite3_column_int64(st, 1);
-    ri->n_warmup = sqlite3_column_int64(st, 2);
-    ri->n_iters = sqlite3_column_int64(st, 3);
-    ri->thin = sqlite3_column_int64(st, 4);
-    ri->n_params = sqlite3_column_int64(st, 5);
-    copy_text(ri->model, sizeof ri->model, st, 6);
-    copy_text(ri->sampler, sizeof ri->sampler, st, 7);
-    copy_text(ri->z, sizeof ri->z, st, 8);
-    copy_text(ri->status, sizeof ri->status, st, 9);
-    copy_text(ri->dataset, sizeof ri->dataset, st, 10);
-    if( ri->n_chains < 1 || ri->n_chains > 4096 || ri->n_params < 1 || ri->thin < 1 )
-      rc = fly_fail(err, FLY_CORRUPT, "run %lld: bad shape (%lld chains, %lld parameters, "
-                    "thin %lld)", (long long)ri->id, (long long)ri->n_chains,
-                    (long long)ri->n_params, (long long)ri->thin);
-  }else if( run_id > 0 ){
-    rc = fly_fail(err, FLY_RANGE, "%s has no run %lld", fly_db_path(pl->db), (long long)run_id);
-  }else{
-    rc = fly_fail(err, FLY_RANGE, "%s has no runs: run `flydb sample` first", fly_db_path(pl->db));
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
-static fly_rc load_names(plotter *pl, fly_err *err)
-{
-  size_t P = (size_t)pl->ri.n_params;
-  sqlite3_stmt *st = NULL;
-  fly_rc rc;
-  if( !(pl->names = fly_alloc_array(P, sizeof *pl->names)) )
-    return fly_fail(err, FLY_NOMEM, "parameter names");
-  if( (rc = fly_db_prepare(pl->db, "SELECT idx, name FROM param WHERE run_id = ?1", &st, err)) )
-    return rc;
-  sqlite3_bind_int64(st, 1, pl->ri.id);
-  while( rc == FLY_OK && sqlite3_step(st) == SQLITE_ROW ){
-    int64_t i = sqlite3_column_int64(st, 0);
-    const char *s = (const char *)sqlite3_column_text(st, 1);
-    if( i < 0 || (size_t)i >= P || pl->names[i] ) continue;
-    if( !(pl->names[i] = fly_strdup(s ? s : "")) ) rc = fly_fail(err, FLY_NOMEM, "names");
-  }
-  sqlite3_finalize(st);
-  for(size_t p = 0; rc == FLY_OK && p < P; p++){
-    char b[32];
-    if( pl->names[p] ) continue;
-    snprintf(b, sizeof b, "theta[%zu]", p + 1);
-    if( !(pl->names[p] = fly_strdup(b)) ) rc = fly_fail(err, FLY_NOMEM, "names");
-  }
-  return rc;
-}
-
-/* The iteration table of the run, per chain. */
+/* The diagnostics of the run, per chain. */
 static fly_rc load_iterations(plotter *pl, fly_err *err)
 {
-  const runinfo *ri = &pl->ri;
-  size_t C = (size_t)ri->n_chains;
-  sqlite3_stmt *st = NULL;
-  fly_rc rc;
+  size_t C = pl->ri->n_chains, total = 0;
+  fly_trace_row *rows = NULL;
+  fly_rc rc = FLY_OK;
   if( !(pl->ch = fly_alloc_array(C, sizeof *pl->ch)) ) return fly_fail(err, FLY_NOMEM, "chains");
-  if( (rc = fly_db_prepare(pl->db, "SELECT chain, count(*), sum(iter <= ?2) FROM iteration "
-                           "WHERE run_id = ?1 GROUP BY chain", &st, err)) ) return rc;
-  sqlite3_bind_int64(st, 1, ri->id);
-  sqlite3_bind_int64(st, 2, ri->n_warmup);
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    int64_t c = sqlite3_column_int64(st, 0);
-    if( c < 0 || (size_t)c >= C ) continue;
-    pl->ch[c].n = (size_t)sqlite3_column_int64(st, 1);
-    pl->ch[c].n_warm = (size_t)sqlite3_column_int64(st, 2);
-  }
-  sqlite3_finalize(st);
-  st = NULL;
-  size_t total = 0;
   for(size_t c = 0; c < C; c++){
     chain *ch = &pl->ch[c];
-    size_t n = ch->n ? ch->n : 1;
-    total += ch->n;
+    size_t nw, ns, n;
+    if( (rc = fly_trace_chain_len(pl->tr, c, &nw, &ns, err)) ) goto done;
+    ch->n_warm = nw;
+    n = nw + ns ? nw + ns : 1;
+    total += nw + ns;
     ch->iter = fly_alloc_array(n, sizeof *ch->iter);
     ch->lp = fly_alloc_array(n, sizeof *ch->lp);
     ch->bright = fly_alloc_array(n, sizeof *ch->bright);
     ch->lik = fly_alloc_array(n, sizeof *ch->lik);
     ch->reads = fly_alloc_array(n, sizeof *ch->reads);
-    if( !ch->iter || !ch->lp || !ch->bright || !ch->lik || !ch->reads )
-      return fly_fail(err, FLY_NOMEM, "iterations of chain %zu", c + 1);
-    ch->n = 0;
+    fly_free(rows);
+    rows = fly_alloc_array(n, sizeof *rows);
+    if( !ch->iter || !ch->lp || !ch->bright || !ch->lik || !ch->reads || !rows ){
+      rc = fly_fail(err, FLY_NOMEM, "iterations of chain %zu", c + 1);
+      goto done;
+    }
+    if( (rc = fly_trace_diagnostics(pl->tr, c, 0, nw + ns, rows, ch->iter, &ch->n, err)) )
+      goto done;
+    for(size_t t = 0; t < ch->n; t++){
+      ch->lp[t] = rows[t].log_joint;
+      ch->bright[t] = (double)rows[t].n_bright;
+      ch->lik[t] = (double)rows[t].n_lik;
+      ch->reads[t] = (double)rows[t].n_reads;
+      if( ch->iter[t] > pl->last_iter ) pl->last_iter = ch->iter[t];
+    }
   }
-  if( total == 0 ) return fly_fail(err, FLY_RANGE, "run %lld has no draws yet", (long long)ri->id);
-  if( (rc = fly_db_prepare(pl->db, "SELECT chain, iter, log_joint, n_bright, n_lik_evals, "
-                           "n_reads FROM iteration WHERE run_id = ?1 ORDER BY chain, iter",
-                           &st, err)) ) return rc;
-  sqlite3_bind_int64(st, 1, ri->id);
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    int64_t c = sqlite3_column_int64(st, 0);
-    if( c < 0 || (size_t)c >= C ) continue;
-    chain *ch = &pl->ch[c];
-    size_t t = ch->n++;
-    ch->iter[t] = sqlite3_column_int64(st, 1);
-    ch->lp[t] = sqlite3_column_type(st, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 2);
-    ch->bright[t] = sqlite3_column_double(st, 3);
-    ch->lik[t] = sqlite3_column_double(st, 4);
-    ch->reads[t] = sqlite3_column_double(st, 5);
-    if( ch->iter[t] > pl->last_iter ) pl->last_iter = ch->iter[t];
-  }
-  sqlite3_finalize(st);
-  return FLY_OK;
+  if( total == 0 ) rc = fly_fail(err, FLY_RANGE, "run %lld has no draws yet", (long long)pl->ri->id);
+done:
+  fly_free(rows);
+  return rc;
 }
 
 /* Position of iteration it in chain ch, or SIZE_MAX. */
@@ -733,34 +720,26 @@ static size_t find_iter(const chain *ch, int64_t it)
 }
 
 /* Draws of parameters [p0, p1) into blk: parameter p of chain c, row t at
- * blk[c][(p - p0) * n_c + t]; NaN where a draw is missing. */
-static fly_rc load_block(plotter *pl, double **blk, size_t p0, size_t p1, fly_err *err)
+ * blk[c][(p - p0) * n_c + t]; NaN where a draw is missing.  scratch holds
+ * (p1 - p0) * max n_c values and as many iterations. */
+static fly_rc load_block(plotter *pl, double **blk, size_t p0, size_t p1, double *scratch,
+                         int64_t *its, fly_err *err)
 {
-  size_t C = (size_t)pl->ri.n_chains;
-  sqlite3_stmt *st = NULL;
-  fly_rc rc;
-  for(size_t c = 0; c < C; c++)
-    for(size_t i = 0; i < (p1 - p0) * pl->ch[c].n; i++) blk[c][i] = NAN;
-  if( (rc = fly_db_prepare(pl->db, "SELECT chain, iter, idx, value FROM draw WHERE run_id = ?1 "
-                           "AND idx >= ?2 AND idx < ?3", &st, err)) ) return rc;
-  sqlite3_bind_int64(st, 1, pl->ri.id);
-  sqlite3_bind_int64(st, 2, (int64_t)p0);
-  sqlite3_bind_int64(st, 3, (int64_t)p1);
-  size_t last_c = SIZE_MAX, last_t = 0;
-  int64_t last_it = -1;
-  while( sqlite3_step(st) == SQLITE_ROW ){
-    int64_t c = sqlite3_column_int64(st, 0), it = sqlite3_column_int64(st, 1);
-    int64_t p = sqlite3_column_int64(st, 2);
-    if( c < 0 || (size_t)c >= C ) continue;
+  size_t C = pl->ri->n_chains, B = p1 - p0;
+  for(size_t c = 0; c < C; c++){
     chain *ch = &pl->ch[c];
-    size_t t = ((size_t)c == last_c && it == last_it) ? last_t : find_iter(ch, it);
-    if( t == SIZE_MAX ) continue;
-    last_c = (size_t)c;
-    last_it = it;
-    last_t = t;
-    blk[c][((size_t)p - p0) * ch->n + t] = sqlite3_column_double(st, 3);
+    size_t got = 0;
+    fly_rc rc;
+    for(size_t i = 0; i < B * ch->n; i++) blk[c][i] = NAN;
+    if( ch->n == 0 ) continue;
+    if( (rc = fly_trace_draws(pl->tr, c, p0, B, 0, ch->n, scratch, its, &got, err)) ) return rc;
+    for(size_t t = 0, u = 0; t < got; t++){      /* align with the diagnostics rows */
+      u = u < ch->n && ch->iter[u] == its[t] ? u : find_iter(ch, its[t]);
+      if( u == SIZE_MAX ){ u = 0; continue; }
+      for(size_t k = 0; k < B; k++) blk[c][k * ch->n + u] = scratch[k * ch->n + t];
+      u++;
+    }
   }
-  sqlite3_finalize(st);
   return FLY_OK;
 }
 
@@ -768,7 +747,7 @@ static fly_rc load_block(plotter *pl, double **blk, size_t p0, size_t p1, fly_er
 
 static void html_head(plotter *pl)
 {
-  const runinfo *ri = &pl->ri;
+  const fly_trace_run *ri = pl->ri;
   FILE *h = pl->html;
   fprintf(h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
              "<title>flydb run %lld</title>\n<style>\n"
@@ -778,22 +757,21 @@ static void html_head(plotter *pl)
              "h3 { margin: 1.2em 0 0.3em; font-family: monospace; font-size: 1.1em; }\n"
              "</style></head><body>\n<h1>flydb run %lld</h1>\n<p>Data set <b>",
           (long long)ri->id, (long long)ri->id);
-  fly_svg_escape(h, ri->dataset);
+  xml_escape(h, ri->dataset);
   fprintf(h, "</b>, model ");
-  fly_svg_escape(h, ri->model);
+  xml_escape(h, ri->model);
   fprintf(h, ", sampler ");
-  fly_svg_escape(h, ri->sampler);
+  xml_escape(h, ri->sampler);
   fprintf(h, ", z ");
-  fly_svg_escape(h, ri->z);
-  fprintf(h, "; %lld chain%s &times; %lld iterations after %lld warm-up, thin %lld; "
-             "%lld parameters; status ", (long long)ri->n_chains, ri->n_chains == 1 ? "" : "s",
-          (long long)ri->n_iters, (long long)ri->n_warmup, (long long)ri->thin,
-          (long long)ri->n_params);
-  fly_svg_escape(h, ri->status);
+  xml_escape(h, ri->z_mode);
+  fprintf(h, "; %zu chain%s &times; %lld iterations after %lld warm-up, thin %lld; "
+             "%zu parameters; status ", ri->n_chains, ri->n_chains == 1 ? "" : "s",
+          (long long)ri->n_iters, (long long)ri->n_warmup, (long long)ri->thin, ri->n_params);
+  xml_escape(h, ri->status);
   fprintf(h, ". Click a picture for the SVG file.</p>\n<p>Parameters:");
-  for(size_t p = 0; p < (size_t)ri->n_params; p++){
+  for(size_t p = 0; p < ri->n_params; p++){
     fprintf(h, " <a href=\"#p%zu\">", p + 1);
-    fly_svg_escape(h, pl->names[p]);
+    xml_escape(h, fly_trace_param_name(pl->tr, p));
     fprintf(h, "</a>");
   }
   fprintf(h, "</p>\n<h2>Run: log joint, bright data, likelihood evaluations and rows read "
@@ -804,9 +782,10 @@ static void html_head(plotter *pl)
 
 static fly_rc plot_all(plotter *pl, fly_err *err)
 {
-  const runinfo *ri = &pl->ri;
-  size_t C = (size_t)ri->n_chains, P = (size_t)ri->n_params, rows = 0, max_n = 0;
-  double **blk = NULL;
+  const fly_trace_run *ri = pl->ri;
+  size_t C = ri->n_chains, P = ri->n_params, rows = 0, max_n = 0;
+  double **blk = NULL, *scratch = NULL;
+  int64_t *its = NULL;
   fly_rc rc;
 
   for(size_t c = 0; c < C; c++){
@@ -818,12 +797,12 @@ static fly_rc plot_all(plotter *pl, fly_err *err)
   pl->pool = fly_alloc_array(rows, sizeof *pl->pool);
   pl->grid = fly_alloc_array(KDE_POINTS, sizeof *pl->grid);
   pl->dens = fly_alloc_array(KDE_POINTS, sizeof *pl->dens);
-  pl->bins = fly_alloc_array(2 * KDE_POINTS, sizeof *pl->bins);
-  pl->kern = fly_alloc_array(KDE_POINTS, sizeof *pl->kern);
+  pl->cd = fly_alloc_array(KDE_POINTS, sizeof *pl->cd);
   pl->rho = fly_alloc_array(MAX_LAG + 1, sizeof *pl->rho);
   blk = fly_alloc_array(C, sizeof *blk);
-  if( !pl->xs || !pl->ys || !pl->pool || !pl->grid || !pl->dens || !pl->bins || !pl->kern ||
-      !pl->rho || !blk ){ rc = fly_fail(err, FLY_NOMEM, "plot"); goto done; }
+  its = fly_alloc_array(max_n ? max_n : 1, sizeof *its);
+  if( !pl->xs || !pl->ys || !pl->pool || !pl->grid || !pl->dens || !pl->cd || !pl->rho ||
+      !blk || !its ){ rc = fly_fail(err, FLY_NOMEM, "plot"); goto done; }
   if( (rc = fly_stats_ws_new(1, max_n, &pl->ws, err)) ) goto done;
 
   html_head(pl);
@@ -845,23 +824,28 @@ static fly_rc plot_all(plotter *pl, fly_err *err)
       rc = fly_fail(err, FLY_NOMEM, "draws of %zu parameters", B);
       goto done;
     }
+  if( !(scratch = fly_alloc_array(B * (max_n ? max_n : 1), sizeof *scratch)) ){
+    rc = fly_fail(err, FLY_NOMEM, "draws of %zu parameters", B);
+    goto done;
+  }
   for(size_t p0 = 0; p0 < P; p0 += B){
     size_t p1 = p0 + B < P ? p0 + B : P;
-    if( (rc = load_block(pl, blk, p0, p1, err)) ) goto done;
+    if( (rc = load_block(pl, blk, p0, p1, scratch, its, err)) ) goto done;
     for(size_t p = p0; p < p1; p++){
+      const char *name = fly_trace_param_name(pl->tr, p);
       char stem[128], file[160], title[300];
       for(size_t c = 0; c < C; c++) pl->ch[c].x = blk[c] + (p - p0) * pl->ch[c].n;
-      file_stem(stem, sizeof stem, p, P, pl->names[p]);
+      file_stem(stem, sizeof stem, p, P, name);
       fprintf(pl->html, "<h3 id=\"p%zu\">", p + 1);
-      fly_svg_escape(pl->html, pl->names[p]);
+      xml_escape(pl->html, name);
       fprintf(pl->html, " <small>(theta.%zu)</small></h3>\n<div>\n", p + 1);
       snprintf(file, sizeof file, "%s_trace.svg", stem);
-      snprintf(title, sizeof title, "Trace of %s", pl->names[p]);
-      if( (rc = trace_plot(pl, file, V_DRAW, title, pl->names[p], err)) ) goto done;
+      snprintf(title, sizeof title, "Trace of %s", name);
+      if( (rc = trace_plot(pl, file, V_DRAW, title, name, err)) ) goto done;
       snprintf(file, sizeof file, "%s_acf.svg", stem);
-      if( (rc = acf_plot(pl, file, pl->names[p], err)) ) goto done;
+      if( (rc = acf_plot(pl, file, name, err)) ) goto done;
       snprintf(file, sizeof file, "%s_density.svg", stem);
-      if( (rc = density_plot(pl, file, pl->names[p], err)) ) goto done;
+      if( (rc = density_plot(pl, file, name, err)) ) goto done;
       fprintf(pl->html, "</div>\n");
     }
   }
@@ -869,39 +853,42 @@ static fly_rc plot_all(plotter *pl, fly_err *err)
 done:
   if( blk ) for(size_t c = 0; c < C; c++) fly_free(blk[c]);
   fly_free(blk);
+  fly_free(scratch);
+  fly_free(its);
   return rc;
 }
 
 static void plotter_free(plotter *pl)
 {
   if( pl->ch )
-    for(size_t c = 0; c < (size_t)pl->ri.n_chains; c++){
+    for(size_t c = 0; c < pl->ri->n_chains; c++){
       fly_free(pl->ch[c].iter);
       fly_free(pl->ch[c].lp);
       fly_free(pl->ch[c].bright);
       fly_free(pl->ch[c].lik);
       fly_free(pl->ch[c].reads);
     }
-  if( pl->names ) for(size_t p = 0; p < (size_t)pl->ri.n_params; p++) fly_free(pl->names[p]);
-  fly_free(pl->names);
   fly_free(pl->ch);
   fly_free(pl->xs);
   fly_free(pl->ys);
   fly_free(pl->pool);
   fly_free(pl->grid);
   fly_free(pl->dens);
-  fly_free(pl->bins);
-  fly_free(pl->kern);
+  fly_free(pl->cd);
   fly_free(pl->rho);
   fly_stats_ws_free(pl->ws);
+  fly_trace_reader_close(pl->tr);
 }
 
-static fly_rc plot_run(plotter *pl, int64_t run_id, fly_err *err)
+static fly_rc plot_run(plotter *pl, fly_db *db, int64_t run_id, fly_err *err)
 {
   char path[PATH_CAP], tmp[PATH_CAP + 8];
   fly_rc rc;
-  if( (rc = load_run(pl, run_id, err)) ) return rc;
-  if( (rc = load_names(pl, err)) ) return rc;
+  if( (rc = fly_trace_reader_open(db, run_id, &pl->tr, err)) ) return rc;
+  pl->ri = fly_trace_reader_run(pl->tr);
+  if( pl->ri->n_chains > 4096 )
+    return fly_fail(err, FLY_RANGE, "run %lld has %zu chains; at most 4096 are plotted",
+                    (long long)pl->ri->id, pl->ri->n_chains);
   if( (rc = load_iterations(pl, err)) ) return rc;
   if( (rc = fly_make_dir(pl->dir, err)) ) return rc;
   if( snprintf(path, sizeof path, "%s/index.html", pl->dir) >= (int)sizeof path )
@@ -917,7 +904,7 @@ static fly_rc plot_run(plotter *pl, int64_t run_id, fly_err *err)
   if( rc == FLY_OK && rename(tmp, path) != 0 )
     rc = fly_fail(err, FLY_IO, "renaming %s: %s", tmp, strerror(errno));
   if( rc ) remove(tmp);
-  else printf("run %lld: %zu SVG files and %s\n", (long long)pl->ri.id, pl->n_files, path);
+  else printf("run %lld: %zu SVG files and %s\n", (long long)pl->ri->id, pl->n_files, path);
   return rc;
 }
 
@@ -931,6 +918,7 @@ int fly_cmd_plot(int argc, char **argv)
   };
   fly_args a = { opts, {0}, 0 };
   fly_err err = {0};
+  fly_db *db = NULL;
   plotter pl;
   int64_t run_id = 0;
   const char *synopsis = "[RUN_ID] [--db PATH] --out DIR";
@@ -951,9 +939,9 @@ int fly_cmd_plot(int argc, char **argv)
     fly_fail(&err, FLY_MISUSE, "--out DIR is required");
     return fly_usage_error(&a, "plot", synopsis, &err);
   }
-  fly_rc rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), FLY_DB_READONLY, &pl.db, &err);
-  if( rc == FLY_OK ) rc = plot_run(&pl, run_id, &err);
+  fly_rc rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), FLY_DB_READONLY, &db, &err);
+  if( rc == FLY_OK ) rc = plot_run(&pl, db, run_id, &err);
   plotter_free(&pl);
-  fly_db_close(pl.db);
+  fly_db_close(db);
   return fly_report(rc, &err);
 }

@@ -136,6 +136,21 @@ fly_rc fly_stats_mad(fly_stats_ws *ws, const double *x, size_t n,
 fly_rc fly_stats_acf(fly_stats_ws *ws, const double *x, size_t n,
                      size_t max_lag, double *rho, fly_err *err);
 
+/* ---- kernel density (R's density() defaults) ---- */
+
+/* R's bw.nrd0(x): Silverman's bandwidth 0.9 min(sd, IQR/1.34) n^-1/5 (with
+ * R's fallbacks when the spread is 0).  NaN when n < 2. */
+fly_rc fly_stats_bw_nrd0(fly_stats_ws *ws, const double *x, size_t n,
+                         double *bw, fly_err *err);
+
+/* Gaussian kernel density of x[0..n) with bandwidth bw at the G equally
+ * spaced points lo .. hi into dens[0..G): linear binning and a direct
+ * convolution with the kernel cut at 4 bw (kde.c).  Draws outside [lo, hi]
+ * are left out.  FLY_MISUSE for G < 2, hi <= lo, bw <= 0 or n == 0;
+ * FLY_NOMEM. */
+fly_rc fly_stats_kde(const double *x, size_t n, double bw, double lo,
+                     double hi, size_t G, double *dens, fly_err *err);
+
 /* ---- one-call summary, as posterior::summarise_draws() plus MCSEs ---- */
 
 typedef struct fly_stats_summary {
