@@ -33,6 +33,7 @@
 #include "store/db.h"
 #include "store/pages.h"
 #include "store/run.h"
+#include "store/summary.h"
 #include "store/trace.h"
 #include "tune/tune.h"
 #include "util/mem.h"
@@ -178,6 +179,42 @@ done:
   return FLY_OK;
 }
 
+/* A chain's latest committed checkpoint (iter 0, blob NULL: none). */
+typedef struct ckpt {
+  int64_t iter;
+  void   *blob;
+  size_t  len;
+} ckpt;
+
+/* The checkpoints of a run being resumed, and the removal of what each
+ * chain wrote after its own (nothing, since draws and checkpoint commit
+ * together, except for a chain that has none and starts from scratch). */
+static fly_rc load_checkpoints(fly_db *db, int64_t run_id, int n, ckpt *ck, fly_err *err)
+{
+  fly_rc rc = FLY_OK;
+  for(int c = 0; c < n && rc == FLY_OK; c++){
+    rc = fly_trace_checkpoint(db, run_id, c, &ck[c].iter, &ck[c].blob, &ck[c].len, err);
+    if( rc == FLY_OK ) rc = fly_trace_truncate(db, run_id, c, ck[c].iter, err);
+  }
+  return rc;
+}
+
+/* Store the profiles of this call's loops (a resumed run replaces them). */
+static fly_rc store_profile(fly_db *db, int64_t run_id, const fly_run_result *res,
+                            fly_err *err)
+{
+  fly_profile_row rows[FLY_RUN_MAX_CHAINS * FLY_PROF_N];
+  size_t n = 0;
+  for(int c = 0; c < res->chains && c < FLY_RUN_MAX_CHAINS; c++){
+    double sum = fly_prof_total(&res->prof[c]);
+    for(int k = 0; k < FLY_PROF_N; k++)
+      rows[n++] = (fly_profile_row){ c, fly_prof_name((fly_prof_part)k), res->prof[c].t[k],
+                                     sum > 0 ? 100.0 * res->prof[c].t[k] / sum : 0.0,
+                                     res->prof_iters[c] };
+  }
+  return fly_summary_put_profile(db, run_id, rows, n, err);
+}
+
 static void say(const fly_run_hooks *h, const char *fmt, ...)
 #if defined(__GNUC__)
   __attribute__((format(printf, 2, 3)))
@@ -197,7 +234,7 @@ static void say(const fly_run_hooks *h, const char *fmt, ...)
 /* Start the chains, watch them, join them.  Returns the first failure, or
  * FLY_DONE if the hooks asked to stop. */
 static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_cfg *cc,
-                    int64_t run_id, fly_run_ckpt *ck, int64_t N,
+                    int64_t run_id, ckpt *ck, int64_t N,
                     const fly_run_hooks *hooks, fly_run_result *res, fly_err *err)
 {
   int n = (int)c->chains, nstarted = 0;
@@ -300,7 +337,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   fly_buckets bk = {0};
   fly_sketch sk = {0};
   double *Xall = NULL;
-  fly_run_ckpt ck[FLY_RUN_MAX_CHAINS];
+  ckpt ck[FLY_RUN_MAX_CHAINS];
   fly_dataset *dset = NULL;
   const char **names = NULL;
   fly_model m;
@@ -373,7 +410,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.cache_bytes = (size_t)c->cache_mb << 20;
 
   if( resume_id > 0 ){
-    if( (rc = fly_run_checkpoints(db, run_id, (int)c->chains, ck, err)) ) goto done;
+    if( (rc = load_checkpoints(db, run_id, (int)c->chains, ck, err)) ) goto done;
   }else{
     fly_run_rec rec;
     fly_run_line lines[FLY_RUN_LINES];
@@ -397,13 +434,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   res->run_id = run_id;
   rc = drive(db_path, c, &cc, run_id, ck, dset->n_rows, hooks, res, err);
   if( (rc == FLY_OK || rc == FLY_DONE) && res->profiled ){
-    const char *parts[FLY_PROF_N];
-    double t[FLY_RUN_MAX_CHAINS * FLY_PROF_N];
-    for(int k = 0; k < FLY_PROF_N; k++) parts[k] = fly_prof_name((fly_prof_part)k);
-    for(int i = 0; i < res->chains; i++)
-      memcpy(t + (size_t)i * FLY_PROF_N, res->prof[i].t, sizeof res->prof[i].t);
-    fly_rc r2 = fly_run_store_profile(db, run_id, res->chains, FLY_PROF_N, parts, t,
-                                      res->prof_iters, err);
+    fly_rc r2 = store_profile(db, run_id, res, err);
     if( r2 ) rc = r2;
   }
 done:

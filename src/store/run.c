@@ -2,11 +2,8 @@
  * run.c -- the run tables (see run.h): a run's record and typed setting,
  * run_config, parameter names, status, checkpoints and profile.
  *
- * Invariants kept here: a run row exists together with its run_setting
- * row and its param names (one transaction); a chain's draws never extend
- * past its checkpoint (store/trace.c commits both together, and
- * fly_run_checkpoints removes the draws of a chain that has none before it
- * starts again).
+ * Invariant kept here: a run row exists together with its run_setting
+ * row, its run_config lines and its param names (one transaction).
  */
 #include "store/run.h"
 
@@ -234,7 +231,7 @@ done:
   return rc;
 }
 
-/* ---- finishing, checkpoints, profile ---------------------------------- */
+/* ---- finishing -------------------------------------------------------- */
 
 fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
                       const char *msg, double wall, double loop, fly_err *err)
@@ -252,82 +249,6 @@ fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
   sqlite3_bind_double(st, 5, loop);
   if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "finishing the run");
   sqlite3_finalize(st);
-  return rc;
-}
-
-fly_rc fly_run_checkpoints(fly_db *db, int64_t run_id, int n_chains,
-                           fly_run_ckpt *ck, fly_err *err)
-{
-  sqlite3_stmt *st = NULL, *del = NULL;
-  memset(ck, 0, (size_t)n_chains * sizeof *ck);
-  fly_rc rc = fly_db_prepare(db, "SELECT chain, iter, state FROM checkpoint WHERE run_id=?1",
-                             &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, run_id);
-  int s;
-  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
-    int c = sqlite3_column_int(st, 0);
-    if( c < 0 || c >= n_chains ) continue;
-    size_t len = (size_t)sqlite3_column_bytes(st, 2);
-    void *blob = fly_alloc_array(len ? len : 1, 1);
-    if( !blob ){ rc = fly_fail(err, FLY_NOMEM, "checkpoint of chain %d", c + 1); break; }
-    if( len ) memcpy(blob, sqlite3_column_blob(st, 2), len);
-    fly_free(ck[c].blob);
-    ck[c].blob = blob;
-    ck[c].len = len;
-    ck[c].iter = sqlite3_column_int64(st, 1);
-  }
-  if( rc == FLY_OK && s != SQLITE_DONE ) rc = fly_db_fail(db, err, "reading checkpoints");
-  sqlite3_finalize(st);
-  /* Draws after a checkpoint cannot exist (same transaction), but a chain
-   * with no checkpoint starts from scratch: remove anything it wrote.
-   * draw_block holds the diagnostics too (the view `iteration`). */
-  if( rc == FLY_OK )
-    rc = fly_db_prepare(db, "DELETE FROM draw_block WHERE run_id=?1 AND chain=?2 AND iter>?3",
-                        &del, err);
-  for(int c = 0; c < n_chains && rc == FLY_OK; c++){
-    sqlite3_bind_int64(del, 1, run_id);
-    sqlite3_bind_int(del, 2, c);
-    sqlite3_bind_int64(del, 3, ck[c].iter);
-    if( sqlite3_step(del) != SQLITE_DONE ) rc = fly_db_fail(db, err, "removing uncommitted draws");
-    sqlite3_reset(del);
-  }
-  sqlite3_finalize(del);
-  if( rc ){
-    for(int c = 0; c < n_chains; c++) fly_free(ck[c].blob);
-    memset(ck, 0, (size_t)n_chains * sizeof *ck);
-  }
-  return rc;
-}
-
-fly_rc fly_run_store_profile(fly_db *db, int64_t run_id, int n_chains,
-                             int n_parts, const char *const *part_names,
-                             const double *t, const int64_t *iters,
-                             fly_err *err)
-{
-  sqlite3_stmt *st = NULL;
-  fly_rc rc = fly_db_begin(db, err);
-  if( rc ) return rc;
-  rc = fly_db_prepare(db, "INSERT OR REPLACE INTO profile(run_id, chain, part, seconds, "
-                      "share, n_iters) VALUES (?1,?2,?3,?4,?5,?6)", &st, err);
-  for(int c = 0; c < n_chains && rc == FLY_OK; c++){
-    const double *tc = t + (size_t)c * (size_t)n_parts;
-    double sum = 0;
-    for(int k = 0; k < n_parts; k++) sum += tc[k];
-    for(int k = 0; k < n_parts && rc == FLY_OK; k++){
-      sqlite3_bind_int64(st, 1, run_id);
-      sqlite3_bind_int(st, 2, c);
-      sqlite3_bind_text(st, 3, part_names[k], -1, SQLITE_STATIC);
-      sqlite3_bind_double(st, 4, tc[k]);
-      sqlite3_bind_double(st, 5, sum > 0 ? 100.0 * tc[k] / sum : 0.0);
-      sqlite3_bind_int64(st, 6, iters[c]);
-      if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "storing the profile");
-      sqlite3_reset(st);
-    }
-  }
-  sqlite3_finalize(st);
-  if( rc == FLY_OK ) rc = fly_db_commit(db, err);
-  if( rc ) fly_db_rollback(db);
   return rc;
 }
 

@@ -3,10 +3,10 @@
  * configuration, its parameter names, its status, its chains' checkpoints
  * and its profile.
  *
- * This module owns the tables run, run_setting, run_config, param,
- * checkpoint (read side) and profile (schema/001_init.sql, 002_profile.sql,
- * 006_run_setting.sql).  The chains write draws and checkpoints through
- * store/trace.h; everything else about a run goes through here.
+ * This module owns the tables run, run_setting, run_config and param
+ * (schema/001_init.sql, 006_run_setting.sql).  Draws, diagnostics and
+ * checkpoints are store/trace.h's; the summary and profile tables
+ * store/summary.h's.
  *
  * fly_run_rec is what a run needs to start again: the typed configuration
  * as stored, names as text (the layers above map them to their tables).  A
@@ -88,27 +88,6 @@ fly_rc fly_run_load(fly_db *db, int64_t run_id, fly_run_rec *r,
  * loop seconds to its totals; stamps finished_at. */
 fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
                       const char *msg, double wall, double loop, fly_err *err);
-
-/* A chain's latest committed checkpoint. */
-typedef struct fly_run_ckpt {
-  int64_t iter;   /* iterations completed (0: none, start afresh) */
-  void   *blob;   /* the chain's state (fly_chain_save); owned, fly_free */
-  size_t  len;
-} fly_run_ckpt;
-
-/* The checkpoints of chains 0..n_chains-1 of run_id into ck[] (zeroed for a
- * chain without one), and the removal of anything a chain without a
- * checkpoint wrote.  On failure every blob is freed and ck[] zeroed. */
-fly_rc fly_run_checkpoints(fly_db *db, int64_t run_id, int n_chains,
-                           fly_run_ckpt *ck, fly_err *err);
-
-/* Replace the stored profile of run_id (table profile): for chain c and
- * part k, seconds t[c * n_parts + k], names part_names[k], and iters[c]
- * iterations timed.  One transaction. */
-fly_rc fly_run_store_profile(fly_db *db, int64_t run_id, int n_chains,
-                             int n_parts, const char *const *part_names,
-                             const double *t, const int64_t *iters,
-                             fly_err *err);
 
 /* The id of the newest run (0 if none). */
 fly_rc fly_run_latest(fly_db *db, int64_t *run_id, fly_err *err);
