@@ -485,8 +485,24 @@ static void prop_collapsed(const mcase *c, size_t ci)
         f->layout, nm);
   TAP_OK(P == (f->per_class ? m.K : 1) * D && NX == (f->per_class ? m.K : 1),
         "%s: n_params, n_xi", c->name);
-  TAP_OK(m.type->work_len(&m, 10) >= 10 * D + 10 + D * D && m.type->work_len(&m, 1) >= D,
-        "%s: work_len covers n D + n + D^2", c->name);
+  int wl_ok = m.type->work_len(&m, 1) >= D;
+  for( size_t n = 1; n <= 1000; n *= 10 )         /* model.h: fly_model_eval_xi */
+    wl_ok &= m.type->work_len(&m, n) >= n * D + n + D * D &&
+             m.type->work_len(&m, n) >= n * (m.K > 1 ? m.K : 1) + n * m.type->n_coef(&m);
+  TAP_OK(wl_ok, "%s: work_len covers n D + n + D^2, n max(K, 1) + n n_coef and radius' D",
+         c->name);
+  char hooks[64];
+  snprintf(hooks, sizeof hooks, "%s%s%s%s%s", m.type->coef ? "coef" : "",
+           m.type->scan_upper ? " scan" : "", m.type->gap_upper_box ? " box" : "",
+           m.type->gap_upper_rhoc ? " rhoc" : "", m.type->dirs ? " dirs" : "");
+  int box_all = !m.type->gap_upper_box == !m.type->n_box && !m.type->n_box == !m.type->box_prep &&
+                !m.type->box_prep == !m.type->gap_upper_boxc &&
+                (!m.type->gap_upper_rhoc || m.type->box_prep) &&
+                !m.type->coef == !m.type->eval_coef && !m.type->coef == !m.type->grad_coef &&
+                !m.type->coef == !m.type->n_coef &&
+                (!m.type->n_box || m.type->n_box(&m) <= FLY_BOX_MAX);
+  TAP_OK(strcmp(hooks, f->hooks) == 0 && box_all, "%s: optional hooks '%s', in their groups",
+         c->name, hooks);
 
   double worst = 0, gworst = 0, fdworst = 0, asym = 0;
   for( int rep = 0; rep < 6; rep++ ){
