@@ -135,7 +135,7 @@ static void prop_bound(const mcase *c, size_t ci)
   double work[256];
   long n = 0, viol = 0, far = 0, tightbad = 0;
   double worst = -INFINITY, worst_tight = 0, worst_ref = 0;
-  int reps = c->type == &fly_model_robust ? 1000 : 2000;
+  int reps = c->type == &fly_model_robust ? 600 : c->K > 1 ? 1000 : 2000;
   for( int rep = 0; rep < reps; rep++ ){
     float xi[MAXK];
     double X[3] = { 1.0, 1e30, 0 };
@@ -723,8 +723,9 @@ static void prop_gap(const mcase *c, size_t ci)
   double *w = malloc(m.type->work_len(&m, N) * sizeof *w);
   long n = 0, viol = 0, ratio_n = 0, loose = 0, caught = 0;
   double worst = 0, ratio_max = 0, ratio_min = INFINITY;
-  for( int rep = 0; rep < 20; rep++ ){
-    double H[MAXD * MAXD], Pm[MAXD * MAXD], thm[MAXP], scale = rep < 10 ? 1.0 : 1e4;
+  int reps = c->type == &fly_model_robust ? 12 : 20;
+  for( int rep = 0; rep < reps; rep++ ){
+    double H[MAXD * MAXD], Pm[MAXD * MAXD], thm[MAXP], scale = rep < reps / 2 ? 1.0 : 1e4;
     rand_metric(&r, D, scale, H, Pm);
     for( size_t j = 0; j < P; j++ ) thm[j] = 2 * fly_rng_normal(&r);
     if( rep % 5 == 4 ) thm[0] = 40;                 /* large |s_map|, big xi */
@@ -1432,8 +1433,10 @@ int main(void)
 {
   for( size_t ci = 0; ci < N_CASES; ci++ ){
     const mcase *c = &cases[ci];
-    prop_bound(c, ci);
     prop_grad(c, ci);
+    prop_prior(c, ci);
+    if( c->prior_only ) continue;
+    prop_bound(c, ci);
     prop_hess(c, ci);
     prop_collapsed(c, ci);
     prop_coef_rowwise(c, ci);
@@ -1442,7 +1445,6 @@ int main(void)
     prop_box(c, ci);
     prop_scan(c, ci);
     prop_target(c);
-    prop_prior(c, ci);
   }
   TAP_OK(fly_model_find("nope") == NULL && fly_model_find(NULL) == NULL,
         "fly_model_find of an unknown name, of NULL");
