@@ -46,7 +46,7 @@
  *              the case's factor, a halved bound fails); gap_upper
  *              increasing in key and r, flat below r = 1; the key at xi = 0;
  *              radius against sqrt(sum_k d_k'H d_k) and a hand case; a D = 1
- *              sweep of the move both ways (gap/bound reaching 0.4); at the
+ *              sweep of the move both ways (gap/bound reaching 0.9); at the
  *              MAP with xnorm = 0 the key alone covers eps and rounding
  *   sketch     fly_model_gap_upper_rho(xi, rho) >= gap for rho >= the norm
  *              of (x'd_k)_k; gap_upper_rhoc likewise; gap_upper_boxc(box_prep)
@@ -827,7 +827,7 @@ static void prop_gap(const mcase *c, size_t ci)
     long bad1 = 0, n1 = 0;
     for( int hk = 0; hk < 3; hk++ ){
       double H1 = Hs[hk];
-      for( int bi = 0; bi < 60; bi += 2 ){
+      for( int bi = 0; bi < 60; bi++ ){
         double X1[3] = { 1.0, 1e30, 0 }, thm[MAXK], v[MAXK], u[MAXK], res[MAXK];
         float x1[MAXK], z[MAXK] = { 0 };
         X1[2] = f->target(&mv, &r, X1, 1);
@@ -840,7 +840,7 @@ static void prop_gap(const mcase *c, size_t ci)
         mv.type->xi_at(&mv, thm, X1, 3, 1, res, w1);
         for( size_t k = 0; k < P1; k++ ) x1[k] = (float)res[k];
         double k1 = key_f32(&mv, x1, 1 / sqrt(H1));
-        for( int ti = -400; ti <= 400; ti += 2 ){
+        for( int ti = -400; ti <= 400; ti++ ){
           double t = ti == 0 ? 0 : (ti > 0 ? 1 : -1) * 1e-6 * pow(1.05, abs(ti)), th[MAXK];
           for( size_t k = 0; k < P1; k++ ) th[k] = thm[k] + unit * t * u[k];
           double l1, b1, rad = mv.type->radius(&mv, th, thm, &H1, w1);
@@ -852,7 +852,7 @@ static void prop_gap(const mcase *c, size_t ci)
         }
       }
     }
-    TAP_OK(bad1 == 0 && tight1 > 0.4, "%s: D = 1 sweep over xi and the move, both ways: "
+    TAP_OK(bad1 == 0 && tight1 > 0.9, "%s: D = 1 sweep over xi and the move, both ways: "
           "gap <= gap_upper on %ld points (%ld bad; largest gap/bound %.3g)",
           c->name, n1, bad1, tight1);
 

@@ -20,8 +20,6 @@
  * bound_set row, class rows summing to 0 at the MAP, the precision against
  * the Hessian written out from the formulas, key_prec from the diagonal
  * blocks, fixed tuning (psi = 1.5, keys NaN).
- * (From test_robust.c's and test_softmax.c's test_tune; logistic's tuned
- * store is new here.)
  */
 #include "models/model.h"
 
