@@ -1,12 +1,14 @@
 /*
  * determinism.c -- same seed => bit-identical draws (docs/design.md §10).
  *
- *   determinism FLYDB [SEED]
+ *   determinism [SEED]
  *
  * A small synthetic logistic data set (N = 2000, 3 features + intercept) is
  * ingested once; for --regular, --z gibbs, --z implicit and --z explicit
- * `flydb sample --chains 2 --seed SEED` runs twice into the same database
- * (the chains run in parallel threads, so thread timing must not matter),
+ * the run driver (fly_run_sample, 2 chains, seed SEED) runs twice into the
+ * same database, in the same process (the chains run in parallel threads,
+ * so thread timing must not matter, and the library keeps no state between
+ * runs),
  * and the two draw tables must have the same number of rows and no row
  * (chain, iter, idx) whose values differ, compared in SQL (`!=` on REAL is
  * an exact comparison); likewise the per-iteration log joint and bright
@@ -28,31 +30,6 @@ static char sqlbuf[1024];
 #define Q2(db, fmt, a, b) (snprintf(sqlbuf, sizeof sqlbuf, fmt, (long long)(a), \
                                     (long long)(b)), st_int64(db, sqlbuf, -1))
 
-static int64_t sample(char *flydb, const char *dbp, const char *logp, uint64_t seed,
-                      const char *const *extra)
-{
-  char s_seed[32];
-  char *av[32];
-  int ac = 0;
-  snprintf(s_seed, sizeof s_seed, "%llu", (unsigned long long)seed);
-  av[ac++] = flydb;
-  av[ac++] = "sample";
-  av[ac++] = (char *)"--db"; av[ac++] = (char *)dbp;
-  av[ac++] = "--iters"; av[ac++] = "600";
-  av[ac++] = "--warmup"; av[ac++] = "300";
-  av[ac++] = "--chains"; av[ac++] = "2";
-  av[ac++] = "--checkpoint-every"; av[ac++] = "250";
-  av[ac++] = "--seed"; av[ac++] = s_seed;
-  av[ac++] = "--quiet";
-  for(int k = 0; extra[k]; k++) av[ac++] = (char *)extra[k];
-  av[ac] = NULL;
-  if( st_run(av, logp) != 0 ) return -1;
-  sqlite3 *db = st_open(dbp);
-  int64_t run = db ? st_int64(db, "SELECT max(id) FROM run", -1) : -1;
-  sqlite3_close(db);
-  return run;
-}
-
 #define SQL_N \
   "SELECT (SELECT count(*) FROM draw WHERE run_id=%lld) - (SELECT count(*) FROM draw" \
   " WHERE run_id=%lld)"
@@ -69,35 +46,25 @@ static int64_t sample(char *flydb, const char *dbp, const char *logp, uint64_t s
 
 int main(int argc, char **argv)
 {
-  char dir[512], csv[600], dbp[600], logp[600];
-  uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 4242u;
-  static const char *const regular[] = { "--regular", NULL };
-  static const char *const gibbs[] = { "--z", "gibbs", NULL };
-  static const char *const implicit[] = { "--z", "implicit=0.2", NULL };
-  static const char *const expl[] = { "--bounds", "fixed", "--z", "explicit=0.1", NULL };
-  static const char *const mala[] = { "--sampler", "mala", "--z", "gibbs", NULL };
-  static const char *const slice[] = { "--sampler", "slice", "--z", "implicit=0.2", NULL };
-  static const char *const hmc[] = { "--sampler", "hmc", "--regular", NULL };
-  static const char *const hmcz[] = { "--sampler", "hmc", "--bounds", "fixed", "--z",
-                                      "explicit=0.1", NULL };
-  struct { const char *name; const char *const *args; } modes[] = {
-    { "regular", regular }, { "gibbs", gibbs }, { "implicit=0.2", implicit },
-    { "explicit=0.1 (fixed bounds)", expl }, { "mala, gibbs", mala },
-    { "slice, implicit=0.2", slice }, { "hmc, regular", hmc },
-    { "hmc, explicit=0.1 (fixed bounds)", hmcz },
+  char dir[512], csv[600], dbp[600];
+  uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 4242u;
+  static const st_mode modes[] = {
+    { "regular",                          FLY_Z_REGULAR,  0,   0, FLY_K_MH,    0 },
+    { "gibbs",                            FLY_Z_GIBBS,    0,   0, FLY_K_MH,    0 },
+    { "implicit=0.2",                     FLY_Z_IMPLICIT, 0.2, 0, FLY_K_MH,    0 },
+    { "explicit=0.1 (fixed bounds)",      FLY_Z_EXPLICIT, 0.1, 1, FLY_K_MH,    0 },
+    { "mala, gibbs",                      FLY_Z_GIBBS,    0,   0, FLY_K_MALA,  0 },
+    { "slice, implicit=0.2",              FLY_Z_IMPLICIT, 0.2, 0, FLY_K_SLICE, 0 },
+    { "hmc, regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_HMC,   0 },
+    { "hmc, explicit=0.1 (fixed bounds)", FLY_Z_EXPLICIT, 0.1, 1, FLY_K_HMC,   0 },
   };
   fly_rng rng;
 
-  if( argc < 2 ){
-    fprintf(stderr, "usage: %s FLYDB [SEED]\n", argv[0]);
-    return 2;
-  }
   printf("# seed %llu\n", (unsigned long long)seed);
   if( !TAP_OK(st_tmpdir("det", dir, sizeof dir), "scratch directory %s", dir) )
     return tap_done();
   snprintf(csv, sizeof csv, "%s/det.csv", dir);
   snprintf(dbp, sizeof dbp, "%s/det.db", dir);
-  snprintf(logp, sizeof logp, "%s/flydb.log", dir);
   {
     FILE *f = fopen(csv, "w");
     fly_rng_seed(&rng, seed, 0);
@@ -111,13 +78,12 @@ int main(int argc, char **argv)
     TAP_OK(f && fclose(f) == 0, "wrote %d rows to %s", N_ROWS, csv);
   }
   {
-    char *av[] = { argv[1], "ingest", csv, "--db", dbp, NULL };
-    if( !TAP_OK(st_run(av, logp) == 0, "flydb ingest") ) goto out;
+    if( !TAP_OK(st_ingest(csv, dbp), "ingest") ) goto out;
   }
   for(size_t md = 0; md < sizeof modes / sizeof modes[0]; md++){
-    int64_t r1 = sample(argv[1], dbp, logp, seed, modes[md].args);
-    int64_t r2 = sample(argv[1], dbp, logp, seed, modes[md].args);
-    int64_t r3 = sample(argv[1], dbp, logp, seed + 1, modes[md].args);
+    int64_t r1 = st_sample(dbp, &modes[md], 600, 300, 2, seed, 250);
+    int64_t r2 = st_sample(dbp, &modes[md], 600, 300, 2, seed, 250);
+    int64_t r3 = st_sample(dbp, &modes[md], 600, 300, 2, seed + 1, 250);
     if( !TAP_OK(r1 > 0 && r2 > r1 && r3 > r2, "%s: three runs (%lld, %lld, %lld)",
                 modes[md].name, (long long)r1, (long long)r2, (long long)r3) ) continue;
     sqlite3 *db = st_open(dbp);

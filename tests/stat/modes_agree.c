@@ -2,11 +2,12 @@
  * modes_agree.c -- every z-update mode agrees with --regular on a
  * 21-parameter problem (docs/design.md §14).
  *
- *   modes_agree FLYDB [SEED]
+ *   modes_agree [SEED]
  *
  * Synthetic logistic regression: N = 5000 rows, D = 20 features
  * x_j ~ N(0, 1) plus the intercept, coefficients ~ N(0, 0.3^2), intercept
- * 0.2, generated from SEED.  `flydb sample` runs --regular and the FlyMC
+ * 0.2, generated from SEED.  The library's run driver (fly_run_sample) runs
+ * --regular and the FlyMC
  * modes gibbs, implicit=0.1, explicit=0.2 (MAP bounds), implicit=0.1 and
  * explicit=0.3 (fixed bounds), 2 chains each; for every mode and every one
  * of the 21 coefficients
@@ -31,42 +32,32 @@
 #define P      (D_FEAT + 1)
 #define K_MCSE 4.0
 
-typedef struct mode {
-  const char *name;
-  const char *args[6];
-} mode;
-
-static const mode modes[] = {
-  { "regular",                     { "--regular", NULL } },
-  { "gibbs (MAP bounds)",          { "--z", "gibbs", NULL } },
-  { "implicit=0.1 (MAP bounds)",   { "--z", "implicit=0.1", NULL } },
-  { "explicit=0.2 (MAP bounds)",   { "--z", "explicit=0.2", NULL } },
-  { "implicit=0.1 (fixed bounds)", { "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
-  { "explicit=0.3 (fixed bounds)", { "--bounds", "fixed", "--z", "explicit=0.3", NULL } },
+static const st_mode modes[] = {
+  { "regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_MH, 0 },
+  { "gibbs (MAP bounds)",          FLY_Z_GIBBS,    0,   0, FLY_K_MH, 0 },
+  { "implicit=0.1 (MAP bounds)",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH, 0 },
+  { "explicit=0.2 (MAP bounds)",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_MH, 0 },
+  { "implicit=0.1 (fixed bounds)", FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MH, 0 },
+  { "explicit=0.3 (fixed bounds)", FLY_Z_EXPLICIT, 0.3, 1, FLY_K_MH, 0 },
 };
 #define N_MODES (sizeof modes / sizeof modes[0])
 
 int main(int argc, char **argv)
 {
-  char dir[512], csv[600], dbp[600], logp[600];
-  uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20250202u;
+  char dir[512], csv[600], dbp[600];
+  uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 20250202u;
   int acc = st_accurate();
   long iters = acc ? 100000 : 20000, warmup = acc ? 5000 : 2000;
   static st_est est[N_MODES][P];
   int have[N_MODES] = {0};
   fly_rng rng;
 
-  if( argc < 2 ){
-    fprintf(stderr, "usage: %s FLYDB [SEED]\n", argv[0]);
-    return 2;
-  }
   printf("# seed %llu, level %s: %ld warm-up + %ld iterations x 2 chains per mode\n",
          (unsigned long long)seed, acc ? "accurate" : "default", warmup, iters);
   if( !TAP_OK(st_tmpdir("agree", dir, sizeof dir), "scratch directory %s", dir) )
     return tap_done();
   snprintf(csv, sizeof csv, "%s/agree.csv", dir);
   snprintf(dbp, sizeof dbp, "%s/agree.db", dir);
-  snprintf(logp, sizeof logp, "%s/flydb.log", dir);
 
   {
     FILE *f = fopen(csv, "w");
@@ -92,35 +83,17 @@ int main(int argc, char **argv)
     TAP_OK(f && fclose(f) == 0, "wrote %d rows x %d features to %s", N_ROWS, D_FEAT, csv);
   }
   {
-    char *av[] = { argv[1], "ingest", csv, "--db", dbp, NULL };
-    if( !TAP_OK(st_run(av, logp) == 0, "flydb ingest") ) goto out;
+    if( !TAP_OK(st_ingest(csv, dbp), "ingest") ) goto out;
   }
 
   for(size_t md = 0; md < N_MODES; md++){
-    char s_it[32], s_wu[32], s_seed[32];
-    char *av[32];
-    int ac = 0;
     uint64_t rseed = seed + 1 + md;
-    snprintf(s_it, sizeof s_it, "%ld", iters);
-    snprintf(s_wu, sizeof s_wu, "%ld", warmup);
-    snprintf(s_seed, sizeof s_seed, "%llu", (unsigned long long)rseed);
-    av[ac++] = argv[1];
-    av[ac++] = "sample";
-    av[ac++] = "--db"; av[ac++] = dbp;
-    av[ac++] = "--iters"; av[ac++] = s_it;
-    av[ac++] = "--warmup"; av[ac++] = s_wu;
-    av[ac++] = "--chains"; av[ac++] = "2";
-    av[ac++] = "--seed"; av[ac++] = s_seed;
-    av[ac++] = "--quiet";
-    for(int k = 0; modes[md].args[k]; k++) av[ac++] = (char *)modes[md].args[k];
-    av[ac] = NULL;
     double t0 = st_now();
-    int rc = st_run(av, logp);
+    int64_t run = st_sample(dbp, &modes[md], iters, warmup, 2, rseed, 0);
     double secs = st_now() - t0;
-    if( !TAP_OK(rc == 0, "%s: flydb sample --seed %llu (%.1f s)", modes[md].name,
+    if( !TAP_OK(run > 0, "%s: fly_run_sample seed %llu (%.1f s)", modes[md].name,
                 (unsigned long long)rseed, secs) ) continue;
     sqlite3 *db = st_open(dbp);
-    int64_t run = db ? st_int64(db, "SELECT max(id) FROM run", -1) : -1;
     int ok = db != NULL;
     double min_ess = INFINITY, max_rhat = 0;
     for(int idx = 0; idx < P && ok; idx++){

@@ -2,7 +2,7 @@
  * posterior_quadrature.c -- statistical exactness of every z-update mode
  * against the posterior computed by quadrature (docs/design.md §14).
  *
- *   posterior_quadrature FLYDB [SEED]
+ *   posterior_quadrature [SEED]
  *
  * A 2-parameter logistic regression (intercept + one slope, N = 3000 rows,
  * x ~ N(0,1) rounded to multiples of 1/50 so that the likelihood groups
@@ -18,7 +18,8 @@
  * (for a smooth density decaying like this the rule converges
  * geometrically, so the 401 grid is exact far below any MCSE).
  *
- * Then `flydb ingest` and `flydb sample` run --regular, --z gibbs (its
+ * Then the library ingests the CSV and its run driver (fly_run_sample) runs
+ * --regular, --z gibbs (its
  * default 32 theta updates per z update, and 1), implicit=0.1 (1 and 8
  * theta updates), explicit=0.2 (MAP bounds) and --bounds fixed with
  * implicit=0.1 and explicit=0.3 (2 chains each), then MALA, slice and HMC
@@ -121,36 +122,30 @@ static void grid_moments(const double *lp, double lpmax, const double m[2],
   t->sd[1] = sqrt(v[1] / w);
 }
 
-typedef struct mode {
-  const char *name;
-  const char *args[8];
-} mode;
-
-static const mode modes[] = {
-  { "regular",                     { "--regular", NULL } },
-  { "gibbs (MAP bounds)",          { "--z", "gibbs", NULL } },
-  { "gibbs, 1 theta step",         { "--z", "gibbs", "--theta-steps", "1", NULL } },
-  { "implicit=0.1 (MAP bounds)",   { "--z", "implicit=0.1", NULL } },
-  { "implicit=0.1, 8 theta steps", { "--z", "implicit=0.1", "--theta-steps", "8", NULL } },
-  { "explicit=0.2 (MAP bounds)",   { "--z", "explicit=0.2", NULL } },
-  { "implicit=0.1 (fixed bounds)", { "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
-  { "explicit=0.3 (fixed bounds)", { "--bounds", "fixed", "--z", "explicit=0.3", NULL } },
-  /* the other theta kernels, under --regular and under FlyMC */
-  { "mala, regular",               { "--sampler", "mala", "--regular", NULL } },
-  { "mala, gibbs",                 { "--sampler", "mala", "--z", "gibbs", NULL } },
-  { "mala, implicit (fixed)",      { "--sampler", "mala", "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
-  { "slice, regular",              { "--sampler", "slice", "--regular", NULL } },
-  { "slice, gibbs",                { "--sampler", "slice", "--z", "gibbs", NULL } },
-  { "slice, implicit (fixed)",     { "--sampler", "slice", "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
-  { "hmc, regular",                { "--sampler", "hmc", "--regular", NULL } },
-  { "hmc, gibbs",                  { "--sampler", "hmc", "--z", "gibbs", NULL } },
-  { "hmc, implicit (fixed)",       { "--sampler", "hmc", "--bounds", "fixed", "--z", "implicit=0.1", NULL } },
+static const st_mode modes[] = {
+  { "regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_MH,   0 },
+  { "gibbs (MAP bounds)",          FLY_Z_GIBBS,    0,   0, FLY_K_MH,   0 },
+  { "gibbs, 1 theta step",         FLY_Z_GIBBS,    0,   0, FLY_K_MH,   1 },
+  { "implicit=0.1 (MAP bounds)",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH,   0 },
+  { "implicit=0.1, 8 theta steps", FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH,   8 },
+  { "explicit=0.2 (MAP bounds)",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_MH,   0 },
+  { "implicit=0.1 (fixed bounds)", FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MH,   0 },
+  { "explicit=0.3 (fixed bounds)", FLY_Z_EXPLICIT, 0.3, 1, FLY_K_MH,   0 },
+  { "mala, regular",               FLY_Z_REGULAR,  0,   0, FLY_K_MALA, 0 },
+  { "mala, gibbs",                 FLY_Z_GIBBS,    0,   0, FLY_K_MALA, 0 },
+  { "mala, implicit (fixed)",      FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MALA, 0 },
+  { "slice, regular",              FLY_Z_REGULAR,  0,   0, FLY_K_SLICE, 0 },
+  { "slice, gibbs",                FLY_Z_GIBBS,    0,   0, FLY_K_SLICE, 0 },
+  { "slice, implicit (fixed)",     FLY_Z_IMPLICIT, 0.1, 1, FLY_K_SLICE, 0 },
+  { "hmc, regular",                FLY_Z_REGULAR,  0,   0, FLY_K_HMC,  0 },
+  { "hmc, gibbs",                  FLY_Z_GIBBS,    0,   0, FLY_K_HMC,  0 },
+  { "hmc, implicit (fixed)",       FLY_Z_IMPLICIT, 0.1, 1, FLY_K_HMC,  0 },
 };
 
 int main(int argc, char **argv)
 {
-  char dir[512], csv[600], dbp[600], logp[600];
-  uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20250101u;
+  char dir[512], csv[600], dbp[600];
+  uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 20250101u;
   int acc = st_accurate();
   long iters = acc ? 75000 : 15000, warmup = acc ? 2000 : 1000;
   pair *p = NULL;
@@ -158,17 +153,12 @@ int main(int argc, char **argv)
   double *lp = NULL;
   fly_rng rng;
 
-  if( argc < 2 ){
-    fprintf(stderr, "usage: %s FLYDB [SEED]\n", argv[0]);
-    return 2;
-  }
   printf("# seed %llu, level %s: %ld warm-up + %ld iterations x 2 chains per mode\n",
          (unsigned long long)seed, acc ? "accurate" : "default", warmup, iters);
   if( !TAP_OK(st_tmpdir("quad", dir, sizeof dir), "scratch directory %s", dir) )
     return tap_done();
   snprintf(csv, sizeof csv, "%s/quad.csv", dir);
   snprintf(dbp, sizeof dbp, "%s/quad.db", dir);
-  snprintf(logp, sizeof logp, "%s/flydb.log", dir);
 
   /* ---- data ---- */
   {
@@ -232,34 +222,16 @@ int main(int argc, char **argv)
 
   /* ---- flydb ---- */
   {
-    char *av[] = { argv[1], "ingest", csv, "--db", dbp, NULL };
-    if( !TAP_OK(st_run(av, logp) == 0, "flydb ingest") ) goto out;
+    if( !TAP_OK(st_ingest(csv, dbp), "ingest") ) goto out;
   }
   for(size_t md = 0; md < sizeof modes / sizeof modes[0]; md++){
-    char s_it[32], s_wu[32], s_seed[32];
-    char *av[32];
-    int ac = 0;
     uint64_t rseed = seed + 1 + md;
-    snprintf(s_it, sizeof s_it, "%ld", iters);
-    snprintf(s_wu, sizeof s_wu, "%ld", warmup);
-    snprintf(s_seed, sizeof s_seed, "%llu", (unsigned long long)rseed);
-    av[ac++] = argv[1];
-    av[ac++] = "sample";
-    av[ac++] = "--db"; av[ac++] = dbp;
-    av[ac++] = "--iters"; av[ac++] = s_it;
-    av[ac++] = "--warmup"; av[ac++] = s_wu;
-    av[ac++] = "--chains"; av[ac++] = "2";
-    av[ac++] = "--seed"; av[ac++] = s_seed;
-    av[ac++] = "--quiet";
-    for(int k = 0; modes[md].args[k]; k++) av[ac++] = (char *)modes[md].args[k];
-    av[ac] = NULL;
     double t0 = st_now();
-    int rc = st_run(av, logp);
+    int64_t run = st_sample(dbp, &modes[md], iters, warmup, 2, rseed, 0);
     double secs = st_now() - t0;
-    if( !TAP_OK(rc == 0, "%s: flydb sample --seed %llu (%.1f s)", modes[md].name,
+    if( !TAP_OK(run > 0, "%s: fly_run_sample seed %llu (%.1f s)", modes[md].name,
                 (unsigned long long)rseed, secs) ) continue;
     sqlite3 *db = st_open(dbp);
-    int64_t run = db ? st_int64(db, "SELECT max(id) FROM run", -1) : -1;
     for(int idx = 0; idx < 2; idx++){
       double *x = NULL;
       size_t nc, ni;

@@ -4,19 +4,15 @@
 #include "statutil.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "stats/stats.h"
 
-extern char **environ;
 
 int st_accurate(void)
 {
@@ -54,47 +50,38 @@ double st_now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void log_tail(const char *log)
+int st_ingest(const char *csv, const char *dbp)
 {
-  FILE *f = fopen(log, "r");
-  char line[512];
-  long n = 0, skip;
-  if( !f ) return;
-  while( fgets(line, sizeof line, f) ) n++;
-  rewind(f);
-  skip = n > 20 ? n - 20 : 0;
-  for(long i = 0; fgets(line, sizeof line, f); i++)
-    if( i >= skip ){
-      line[strcspn(line, "\r\n")] = 0;
-      printf("#   | %s\n", line);
-    }
-  fclose(f);
+  fly_ingest_opts o;
+  fly_err err = {0};
+  fly_ingest_opts_default(&o);
+  if( fly_ingest(dbp, NULL, csv, &o, NULL, &err) == FLY_OK ) return 1;
+  printf("# ingest %s: %s\n", csv, err.msg);
+  return 0;
 }
 
-int st_run(char *const argv[], const char *log)
+int64_t st_sample(const char *dbp, const st_mode *m, int64_t iters, int64_t warmup,
+                  int chains, uint64_t seed, int64_t ckpt_every)
 {
-  posix_spawn_file_actions_t fa;
-  pid_t pid;
-  int status = 0, rc;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  fflush(stdout);
-  rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if( rc != 0 ){
-    printf("# cannot run %s: %s\n", argv[0], strerror(rc));
-    return -1;
-  }
-  if( waitpid(pid, &status, 0) < 0 ) return -1;
-  if( !WIFEXITED(status) || WEXITSTATUS(status) != 0 ){
-    printf("# %s exited with status %d (signal %d); log %s:\n", argv[0],
-           WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-           WIFSIGNALED(status) ? WTERMSIG(status) : 0, log);
-    log_tail(log);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return 0;
+  fly_run_cfg c;
+  fly_run_result res;
+  fly_err err = {0};
+  fly_run_cfg_default(&c);
+  c.iters = iters;
+  c.warmup = warmup;
+  c.chains = chains;
+  c.seed = seed;
+  c.seed_set = 1;
+  c.z = m->z;
+  c.z_set = 1;
+  c.z_param = m->z_param;
+  c.bounds_fixed = m->fixed;
+  c.kernel = m->kernel;
+  c.theta_steps = m->theta_steps;
+  if( ckpt_every > 0 ) c.checkpoint_every = ckpt_every;
+  if( fly_run_sample(dbp, &c, NULL, &res, &err) == FLY_OK ) return res.run_id;
+  printf("# %s: %s (%s)\n", m->name, err.msg, fly_rc_str(err.code));
+  return -1;
 }
 
 sqlite3 *st_open(const char *path)

@@ -1,7 +1,8 @@
 /*
  * statutil.h -- helpers shared by the statistical tests: a scratch
- * directory, running the flydb program, reading post-warm-up draws back
- * with the sqlite3 C API, Monte Carlo standard errors, the test level.
+ * directory, ingesting and sampling through the library (flydb.h), reading
+ * post-warm-up draws back with the sqlite3 C API, Monte Carlo standard
+ * errors, the test level.
  *
  * MCSEs are estimated from the chains themselves, as the R package
  * posterior (1.5) defines them:
@@ -19,6 +20,8 @@
 
 #include <sqlite3.h>
 
+#include "flydb.h"
+
 /* 1 when FLYDB_TEST_LEVEL=accurate, else 0. */
 int st_accurate(void);
 
@@ -27,10 +30,28 @@ int st_accurate(void);
 int  st_tmpdir(const char *name, char *dir, size_t n);
 void st_rmtree(const char *dir);
 
-/* Run argv[0] with argv (NULL-terminated), stdout and stderr appended to
- * log.  Returns the exit status (-1 if it could not run or died by a
- * signal).  On failure the tail of the log is printed as TAP comments. */
-int st_run(char *const argv[], const char *log);
+/* A sampler configuration under test: the z mode (FLY_Z_REGULAR for
+ * full-data MCMC) with its parameter, fixed (1) or MAP-tuned (0) bounds,
+ * the theta kernel and theta updates per z update (0: the default). */
+typedef struct st_mode {
+  const char *name;
+  fly_zmode   z;
+  double      z_param;
+  int         fixed;
+  fly_kernel  kernel;
+  int64_t     theta_steps;
+} st_mode;
+
+/* Ingest csv into a new database dbp (fly_ingest).  1 on success; on
+ * failure 0 and the error as a TAP comment. */
+int st_ingest(const char *csv, const char *dbp);
+
+/* One run of mode m on the only data set of dbp (fly_run_sample): chains
+ * chains of warmup + iters iterations from seed, committing every
+ * ckpt_every iterations (0: the default).  Returns the run id, or -1 with
+ * the error as a TAP comment. */
+int64_t st_sample(const char *dbp, const st_mode *m, int64_t iters, int64_t warmup,
+                  int chains, uint64_t seed, int64_t ckpt_every);
 
 /* Wall clock seconds. */
 double st_now(void);
