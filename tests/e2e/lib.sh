@@ -37,6 +37,20 @@ fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 
+# hide_git: from here on PATH is one directory of links to every program on
+# PATH but git, as on a minimal system without git (a release tarball must
+# build and test there).
+hide_git() {
+  local d IFS=:
+  mkdir -p "$T/nogit"
+  for d in $PATH; do
+    [ -d "$d" ] && { ln -s "$d"/* "$T/nogit/" 2>/dev/null || true; }
+  done
+  rm -f "$T/nogit/git" "$T/nogit"/git-*
+  export PATH=$T/nogit
+  if command -v git >/dev/null 2>&1; then fail "hide_git: git is still found"; fi
+}
+
 # expect WANT CMD...: run CMD with stdout in $T/out and stderr in $T/err;
 # fail unless its exit status is WANT.
 expect() {
