@@ -51,6 +51,30 @@ hide_git() {
   if command -v git >/dev/null 2>&1; then fail "hide_git: git is still found"; fi
 }
 
+# copy_tree TOP DEST: the files of the source tree TOP that a release
+# tarball holds, as they are now, into DEST (created), without .git: in a
+# git checkout the tracked files and the untracked ones not ignored (so
+# uncommitted work is checked too; build directories are ignored); else
+# every file but build*/, obj-*/ and out/.
+copy_tree() {
+  local top=$1 dest=$2
+  mkdir -p "$dest"
+  if [ -e "$top/.git" ] && command -v git >/dev/null 2>&1; then
+    git -C "$top" ls-files -z --cached --others --exclude-standard |
+      (cd "$top" && while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done) |
+      tar -C "$top" --null -T - -cf - | tar -C "$dest" -xf -
+  else
+    tar -C "$top" --exclude=./.git --exclude='./build*' --exclude='./obj-*' \
+        --exclude=./out -cf - . | tar -C "$dest" -xf -
+  fi
+  [ -f "$dest/meson.build" ] && [ ! -e "$dest/.git" ] || fail "copy_tree: $dest is not a source tree"
+}
+
+# project_version TOP: meson.build's project version.
+project_version() {
+  sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$1/meson.build" | head -1
+}
+
 # expect WANT CMD...: run CMD with stdout in $T/out and stderr in $T/err;
 # fail unless its exit status is WANT.
 expect() {

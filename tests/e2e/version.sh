@@ -16,7 +16,7 @@ cmp -s "$T/v1" "$T/out" || fail "flydb version differs from flydb --version"
 # field NAME: the value of the line "NAME   value"
 field() { awk -v k="$1" '$1 == k { sub(/^[^ ]+ +/, ""); print; exit }' "$T/out"; }
 
-want=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$TOP/meson.build" | head -1)
+want=$(project_version "$TOP")
 [ -n "$want" ] || fail "no project version in $TOP/meson.build"
 eq "first line" "$(head -1 "$T/out")" "flydb $want"
 
