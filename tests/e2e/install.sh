@@ -50,6 +50,29 @@ case $libs in
      ok "extension installed and loads" ;;
 esac
 
+# The library, once meson installs it (libflydb.so, its public headers and
+# flydb.pc): a C program (tests/api/link.c if there is one, else one that
+# includes flydb.h) compiles and links through `pkg-config --cflags --libs
+# flydb`, with the .pc file's prefix moved into the temporary root, and runs.
+pc=$(find "$R" -path '*/pkgconfig/flydb.pc' -type f | head -n 1)
+if [ -n "$pc" ]; then
+  mkdir "$T/pc"
+  sed "s|^prefix=.*|prefix=$R$prefix|" "$pc" >"$T/pc/flydb.pc"
+  flags=$(PKG_CONFIG_PATH=$T/pc pkg-config --cflags --libs flydb) ||
+    fail "pkg-config --cflags --libs flydb failed on the installed flydb.pc"
+  prog=$E2E/../api/link.c
+  if [ ! -f "$prog" ]; then
+    prog=$T/link.c
+    printf '#include <flydb.h>\nint main(void){ return 0; }\n' >"$prog"
+  fi
+  # shellcheck disable=SC2086  # flags are words
+  ${CC:-cc} -std=c11 -o "$T/link" "$prog" -Wl,--no-as-needed $flags ||
+    fail "compiling $prog against the installed library failed (flags: $flags)"
+  LD_LIBRARY_PATH=$(under "$(opt libdir)") "$T/link" ||
+    fail "$prog, linked with the installed library, failed"
+  ok "library: $(basename "$prog") built through pkg-config ($flags) and run"
+fi
+
 # Man pages: flydb(1), flydb-gen(1) and one per subcommand of `flydb --help`.
 cmds=$("$bin" --help | awk '/^usage:/ { u = 1; next } u && /^  [a-z]/ { print $1 }')
 [ -n "$cmds" ] || fail "flydb --help lists no commands"
