@@ -41,10 +41,14 @@ ok() { echo "ok - $*"; }
 # PATH but git, as on a minimal system without git (a release tarball must
 # build and test there).
 hide_git() {
-  local d IFS=:
+  local d f IFS=:
+  local -a progs
   mkdir -p "$T/nogit"
   for d in $PATH; do
-    [ -d "$d" ] && { ln -s "$d"/* "$T/nogit/" 2>/dev/null || true; }
+    progs=()
+    for f in "$d"/*; do if [ -f "$f" ] && [ -x "$f" ]; then progs+=("$f"); fi; done
+    # the first directory on PATH wins: ln does not replace existing links
+    if [ "${#progs[@]}" -gt 0 ]; then ln -s "${progs[@]}" "$T/nogit/" 2>/dev/null || true; fi
   done
   rm -f "$T/nogit/git" "$T/nogit"/git-*
   export PATH=$T/nogit
