@@ -2,10 +2,12 @@
 # project's, Build-Depends names every build package of tools/lib.sh,
 # `dpkg-buildpackage -us -uc -b` builds flydb_*.deb from a copy of the tree
 # holding the program, flydb-gen, the SQLite extension, a man page per
-# subcommand and the bash completion; lintian reports no errors.  As root
+# subcommand and the bash completion; lintian reports no errors.  In CI
+# (CI=true, as .ci/run sets it) or with FLYDB_TEST_INSTALL_DEB=1, as root
 # (or with password-less sudo), and unless a flydb package is installed
-# already, the package is installed, runs `flydb --version` and the main job
-# on the bundled data set (short), and is purged again, leaving no file.
+# already, the package is installed into the system, runs `flydb --version`
+# and the main job on the bundled data set (short), and is purged again,
+# leaving no file.
 # Skipped when dpkg-buildpackage or debhelper is missing (tools/test
 # installs them).  Suite "dist".
 # shellcheck source=tests/e2e/lib.sh
@@ -36,7 +38,7 @@ have=$(awk '/^Build-Depends:/ { on = 1; sub(/^Build-Depends:/, "") }
 for p in $want; do
   grep -q -x -F "$p" <<<"$have" || fail "debian/control: Build-Depends lacks $p (tools/lib.sh FLYDB_PACKAGES)"
 done
-ok "debian/changelog $dver; Build-Depends has $(echo $want)"
+ok "debian/changelog $dver; Build-Depends has $(tr "\n" " " <<<"$want")"
 
 # Build in a copy of the tree (the package's own build directory and
 # products stay out of the source tree).
@@ -68,6 +70,10 @@ else
 fi
 
 # Install, run, purge.
+if [ "${CI:-}" != true ] && [ "${FLYDB_TEST_INSTALL_DEB:-}" != 1 ]; then
+  ok "not installing into this system outside CI (FLYDB_TEST_INSTALL_DEB=1 does)"
+  exit 0
+fi
 if dpkg-query -W -f='${Status}' flydb 2>/dev/null | grep -q "ok installed"; then
   ok "a flydb package is installed on this system: not replacing it (install not tested)"
   exit 0
@@ -84,8 +90,8 @@ fi
 # dpkg_do ARGS...: dpkg, waiting up to 2 minutes for the lock another
 # package manager may hold.
 dpkg_do() {
-  local i
-  for i in $(seq 60); do
+  local _
+  for _ in $(seq 60); do
     "${sudo[@]}" dpkg "$@" >"$T/dpkg.log" 2>&1 && return 0
     grep -q -i "lock" "$T/dpkg.log" || break
     sleep 2

@@ -71,7 +71,9 @@ copy_tree() {
     tar -C "$top" --exclude=./.git --exclude='./build*' --exclude='./obj-*' \
         --exclude=./out -cf - . | tar -C "$dest" -xf -
   fi
-  [ -f "$dest/meson.build" ] && [ ! -e "$dest/.git" ] || fail "copy_tree: $dest is not a source tree"
+  if [ ! -f "$dest/meson.build" ] || [ -e "$dest/.git" ]; then
+    fail "copy_tree: $dest is not a source tree without .git"
+  fi
 }
 
 # project_version TOP: meson.build's project version.
