@@ -6,6 +6,7 @@
 #define FLY_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "args.h"
 #include "util/err.h"
@@ -19,6 +20,7 @@ int fly_cmd_dump(int argc, char **argv);
 int fly_cmd_export(int argc, char **argv);
 int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
+int fly_cmd_version(int argc, char **argv);
 
 typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 
@@ -27,6 +29,10 @@ typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 struct fly_db;
 fly_rc fly_summary_print(struct fly_db *db, int64_t run_id, fly_format fmt,
                          fly_err *err);
+
+/* Print the versions of flydb and of the libraries it runs with to f (the
+ * output of `flydb --version`). */
+void fly_cli_version(FILE *f);
 
 /* Print "flydb: <message>" and return the exit code for rc (0 for FLY_OK,
  * 2 for FLY_MISUSE raised by argument checks is the caller's business). */

@@ -26,6 +26,7 @@ static const subcmd cmds[] = {
   { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
   { "check",   fly_cmd_check,   "verify a database: SQLite, pages, statistics, bounds, runs" },
+  { "version", fly_cmd_version, "versions of flydb, its schema and the libraries it runs with" },
   { NULL, NULL, NULL },
 };
 
@@ -60,7 +61,7 @@ int main(int argc, char **argv)
     usage(stdout);
     return 0;
   }
-  if( !strcmp(argv[1], "--version") ){ printf("flydb %s\n", FLYDB_VERSION); return 0; }
+  if( !strcmp(argv[1], "--version") ){ fly_cli_version(stdout); return 0; }
   for(const subcmd *c = cmds; c->name; c++)
     if( strcmp(c->name, argv[1]) == 0 ) return c->fn(argc - 2, argv + 2);
   fprintf(stderr, "flydb: unknown command '%s'\n", argv[1]);

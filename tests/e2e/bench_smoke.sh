@@ -1,7 +1,8 @@
 # tests/e2e/bench_smoke.sh -- every tools/bench subcommand in --smoke mode
 # against the build under test (the build directory holding this flydb):
 # the harness runs, its tables have their shape (every cell a number, the
-# baseline's ratio column 1.00x), and it writes nothing into docs/.
+# baseline's ratio column 1.00x), and it writes nothing into docs/; all of
+# it with git absent from PATH, where the commit measured is "unknown".
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 TOP=$(cd "$E2E/../.." && pwd)
@@ -14,6 +15,8 @@ if ! command -v Rscript >/dev/null || [ ! -x /usr/bin/time ] ||
   exit 77
 fi
 docs_before=$(cd "$TOP" && cat docs/*.md | sha256sum)
+# As on a minimal system: tools/bench must not need git (nor a checkout).
+hide_git
 
 # bench SUBCOMMAND ARGS...: run it in smoke mode; the table in $T/out.
 bench() {
@@ -40,6 +43,7 @@ shape() {
 
 for m in logistic softmax robust; do
   bench table1 --model "$m"
+  err_has "tools/bench: commit unknown"
   shape 11 2 "regular MCMC |" 11
   out_has "runs: 1" "untuned FlyMC" "MAP-tuned FlyMC (implicit q = 0.01)" "Gibbs by thinning"
   [ "$(grep -c '^| ' "$T/out")" = 5 ] || fail "table1 $m: want a header and 4 rows"

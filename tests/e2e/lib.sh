@@ -37,6 +37,50 @@ fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 
+# hide_git: from here on PATH is one directory of links to every program on
+# PATH but git, as on a minimal system without git (a release tarball must
+# build and test there).
+hide_git() {
+  local d f IFS=:
+  local -a progs
+  mkdir -p "$T/nogit"
+  for d in $PATH; do
+    progs=()
+    for f in "$d"/*; do if [ -f "$f" ] && [ -x "$f" ]; then progs+=("$f"); fi; done
+    # the first directory on PATH wins: ln does not replace existing links
+    if [ "${#progs[@]}" -gt 0 ]; then ln -s "${progs[@]}" "$T/nogit/" 2>/dev/null || true; fi
+  done
+  rm -f "$T/nogit/git" "$T/nogit"/git-*
+  export PATH=$T/nogit
+  if command -v git >/dev/null 2>&1; then fail "hide_git: git is still found"; fi
+}
+
+# copy_tree TOP DEST: the files of the source tree TOP that a release
+# tarball holds, as they are now, into DEST (created), without .git: in a
+# git checkout the tracked files and the untracked ones not ignored (so
+# uncommitted work is checked too; build directories are ignored); else
+# every file but build*/, obj-*/ and out/.
+copy_tree() {
+  local top=$1 dest=$2
+  mkdir -p "$dest"
+  if [ -e "$top/.git" ] && command -v git >/dev/null 2>&1; then
+    git -C "$top" ls-files -z --cached --others --exclude-standard |
+      (cd "$top" && while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done) |
+      tar -C "$top" --null -T - -cf - | tar -C "$dest" -xf -
+  else
+    tar -C "$top" --exclude=./.git --exclude='./build*' --exclude='./obj-*' \
+        --exclude=./out -cf - . | tar -C "$dest" -xf -
+  fi
+  if [ ! -f "$dest/meson.build" ] || [ -e "$dest/.git" ]; then
+    fail "copy_tree: $dest is not a source tree without .git"
+  fi
+}
+
+# project_version TOP: meson.build's project version.
+project_version() {
+  sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$1/meson.build" | head -1
+}
+
 # expect WANT CMD...: run CMD with stdout in $T/out and stderr in $T/err;
 # fail unless its exit status is WANT.
 expect() {
