@@ -60,6 +60,17 @@ for f in $want_files; do
 done
 grep -q -x "/usr/lib/[^/]*/flydb/flydb_ext.so" "$T/files" || fail "$(basename "$deb") lacks the extension"
 ok "dpkg-buildpackage: $(basename "$deb") with $(grep -c -v '/$' "$T/files") files"
+libdeb=$T/libflydb0_${ver}_$arch.deb
+devdeb=$T/libflydb-dev_${ver}_$arch.deb
+[ -f "$libdeb" ] && [ -f "$devdeb" ] || fail "no $(basename "$libdeb") or $(basename "$devdeb")"
+dpkg-deb -c "$libdeb" | awk '{ print $6 }' | sed 's|^\./|/|' >"$T/libfiles"
+dpkg-deb -c "$devdeb" | awk '{ print $6 }' | sed 's|^\./|/|' >"$T/devfiles"
+grep -q -x "/usr/lib/[^/]*/libflydb.so.0.*" "$T/libfiles" || fail "libflydb0 lacks libflydb.so.0.*"
+for f in /usr/include/flydb/flydb.h /usr/include/flydb/run/run.h /usr/include/flydb/util/err.h; do
+  grep -q -x -F "$f" "$T/devfiles" || fail "libflydb-dev lacks $f"
+done
+grep -q -x "/usr/lib/[^/]*/pkgconfig/flydb.pc" "$T/devfiles" || fail "libflydb-dev lacks flydb.pc"
+ok "libflydb0 ($(grep -c -v '/$' "$T/libfiles") files) and libflydb-dev ($(grep -c -v '/$' "$T/devfiles") files)"
 
 if command -v lintian >/dev/null 2>&1; then
   lintian --fail-on error "$T/flydb_${ver}_$arch.changes" >"$T/lintian" 2>&1 ||
@@ -101,12 +112,14 @@ dpkg_do() {
 }
 installed=0
 deb_cleanup() {
-  if [ "$installed" = 1 ]; then dpkg_do --purge flydb || echo "FAIL: dpkg --purge flydb" >&2; fi
+  if [ "$installed" = 1 ]; then
+    dpkg_do --purge flydb libflydb-dev libflydb0 || echo "FAIL: dpkg --purge flydb" >&2
+  fi
   e2e_cleanup
 }
 trap deb_cleanup EXIT
 installed=1
-dpkg_do -i "$deb" || fail "dpkg -i $(basename "$deb") failed"
+dpkg_do -i "$deb" "$libdeb" "$devdeb" || fail "dpkg -i of the three packages failed"
 expect 0 /usr/bin/flydb --version
 out_has "flydb $ver" "commit    unknown"
 man -w flydb-sample >/dev/null 2>&1 || ! command -v man >/dev/null || fail "man -w flydb-sample finds no page"
@@ -120,9 +133,17 @@ ext=$(grep -x "/usr/lib/[^/]*/flydb/flydb_ext.so" "$T/files")
 eq "rhat() of the installed extension over the run" \
    "$(sqlite3 demo.db ".load ${ext%.so}" "SELECT count(*) > 0 FROM (SELECT rhat(chain, iter, value) AS r FROM draws_named WHERE run_id = 1 AND NOT warmup GROUP BY name) WHERE r > 0")" 1
 ok "installed: flydb --version, the main job on $(basename "$data") (400 iterations), the extension"
-dpkg_do --purge flydb || fail "dpkg --purge flydb failed"
+# The library from the packages: the API walkthrough through pkg-config.
+flags=$(pkg-config --cflags --libs flydb) || fail "pkg-config finds no installed flydb.pc"
+# shellcheck disable=SC2086  # flags are words
+${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -o walk "$TOP/tests/api/api_walkthrough.c" $flags -lm ||
+  fail "compiling the API walkthrough against libflydb-dev failed"
+expect 0 ./walk "$TOP/datasets/toy/logistic.csv" walk.db
+ok "libflydb-dev: the API walkthrough built with pkg-config ($flags) and run"
+dpkg_do --purge flydb libflydb-dev libflydb0 || fail "dpkg --purge failed"
 installed=0
-left=$(while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done <"$T/files")
+left=$(cat "$T/files" "$T/libfiles" "$T/devfiles" |
+       while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done)
 [ -z "$left" ] || fail "left after dpkg --purge: $left"
 ! dpkg-query -W -f='${Status}' flydb 2>/dev/null | grep -q "ok installed" || fail "flydb still installed"
 ok "dpkg --purge flydb: nothing left"

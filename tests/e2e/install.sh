@@ -50,28 +50,25 @@ case $libs in
      ok "extension installed and loads" ;;
 esac
 
-# The library, once meson installs it (libflydb.so, its public headers and
-# flydb.pc): a C program (tests/api/link.c if there is one, else one that
-# includes flydb.h) compiles and links through `pkg-config --cflags --libs
-# flydb`, with the .pc file's prefix moved into the temporary root, and runs.
+# The library (libflydb.so, its public headers and flydb.pc): the API
+# walkthrough (tests/api/api_walkthrough.c: ingest -> tune -> run -> draws)
+# compiles and links through `pkg-config --cflags --libs flydb`, with the .pc
+# file's prefix moved into the temporary root, and runs on the toy data.
 pc=$(find "$R" -path '*/pkgconfig/flydb.pc' -type f | head -n 1)
-if [ -n "$pc" ]; then
-  mkdir "$T/pc"
-  sed "s|^prefix=.*|prefix=$R$prefix|" "$pc" >"$T/pc/flydb.pc"
-  flags=$(PKG_CONFIG_PATH=$T/pc pkg-config --cflags --libs flydb) ||
-    fail "pkg-config --cflags --libs flydb failed on the installed flydb.pc"
-  prog=$E2E/../api/link.c
-  if [ ! -f "$prog" ]; then
-    prog=$T/link.c
-    printf '#include <flydb.h>\nint main(void){ return 0; }\n' >"$prog"
-  fi
-  # shellcheck disable=SC2086  # flags are words
-  ${CC:-cc} -std=c11 -o "$T/link" "$prog" -Wl,--no-as-needed $flags ||
-    fail "compiling $prog against the installed library failed (flags: $flags)"
-  LD_LIBRARY_PATH=$(under "$(opt libdir)") "$T/link" ||
-    fail "$prog, linked with the installed library, failed"
-  ok "library: $(basename "$prog") built through pkg-config ($flags) and run"
-fi
+[ -n "$pc" ] || fail "no flydb.pc installed (find $R -path '*/pkgconfig/flydb.pc')"
+mkdir "$T/pc"
+sed "s|^prefix=.*|prefix=$R$prefix|" "$pc" >"$T/pc/flydb.pc"
+flags=$(PKG_CONFIG_PATH=$T/pc pkg-config --cflags --libs flydb) ||
+  fail "pkg-config --cflags --libs flydb failed on the installed flydb.pc"
+prog=$E2E/../api/api_walkthrough.c
+# shellcheck disable=SC2086  # flags are words
+${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -o "$T/walk" "$prog" $flags -lm ||
+  fail "compiling $prog against the installed library failed (flags: $flags)"
+LD_LIBRARY_PATH=$(under "$(opt libdir)") "$T/walk" "$E2E/../../datasets/toy/logistic.csv" \
+  "$T/walk.db" >"$T/walk.out" || { cat "$T/walk.out" >&2; fail "$prog, linked with the installed library, failed"; }
+lib_ldd=$(LD_LIBRARY_PATH=$(under "$(opt libdir)") ldd "$T/walk" | grep libflydb)
+case $lib_ldd in *"=> $R"*) ;; *) fail "the program did not load the installed libflydb.so.0: $lib_ldd" ;; esac
+ok "library: $(basename "$prog") built through pkg-config ($flags) and run against the installed libflydb.so.0"
 
 # Man pages: flydb(1), flydb-gen(1) and one per subcommand of `flydb --help`.
 cmds=$("$bin" --help | awk '/^usage:/ { u = 1; next } u && /^  [a-z]/ { print $1 }')
