@@ -16,17 +16,13 @@
  *  - direct: O(m h) per lag.  Geyer's truncation (ess.c) usually stops
  *    after a few lags for a well-mixing chain, so the lags are produced on
  *    demand and this is what a summary of a good sampler costs.
- *  - FFT: O(m L log L) for many lags at once (below).  Two real chains
- *    a, b go into one complex transform Z = A + iB; then |Z_k|^2 = |A_k|^2
- *    + |B_k|^2 + a cross term that is real and odd in k, whose inverse
- *    transform is purely imaginary.  So summing |Z_k|^2 over the pairs
- *    (in whatever order the FFT leaves them, fft.c) and taking the real
- *    part of one inverse transform gives the sum of all the chains'
- *    autocovariances: m/2 + 1 transforms for m chains (posterior does 2m).
+ *  - FFT: O(m L log L) for many lags at once, one real transform per
+ *    chain and one inverse of the summed power spectra (fft.c, FFTW).
  * flys_direct_lags() is the crossover from a cost model: a lag costs m h
  * multiply-adds (8 lags a sweep, vectorised across lags), the FFT about
- * (m/2 + 1) L log2 L point-stages of FFT_COST multiply-adds each, with L
- * the transform length for a quarter of the lags.  The FFT length is the
+ * (m + 1)/2 L log2 L point-stages (m + 1 real transforms, each half a
+ * complex one) of FFT_COST multiply-adds each, with L the transform length
+ * for a quarter of the lags.  The FFT length is the
  * power of two >= h + K for the K lags wanted (circular sums then equal the
  * linear ones up to lag L - h), and the lags are asked for 8 times as many
  * as needed so far, so a sticky chain costs one or two transforms.
@@ -39,9 +35,10 @@
 
 #include "stats/stats_int.h"
 
-/* Cost of an FFT (per point and stage) relative to a direct multiply-add,
- * measured: the crossover is 50-110 lags for 10^5-draw chains. */
-#define FFT_COST 4.0
+/* Cost of an FFT (per complex point and stage) relative to a direct
+ * multiply-add, fitted to the measured crossover of FFTW's transforms: 20-50
+ * lags for 2-8 half-chains of 5 10^3 - 2 10^5 draws. */
+#define FFT_COST 2.5
 
 #define LAGS 8              /* lags a sweep computes (vectorises over lags) */
 
@@ -107,37 +104,10 @@ size_t flys_direct_lags(const fly_stats_ws *ws, size_t m2, size_t h)
   double cost;
   if( ws->direct_lags ) return ws->direct_lags < h ? ws->direct_lags : h;
   while( ((size_t)1 << lg) < L ) lg++;
-  cost = FFT_COST * (double)((m2 + 1)/2 + 1) * (double)L * (double)lg
+  cost = FFT_COST * (double)(m2 + 1) / 2 * (double)L * (double)lg
          / ((double)m2 * (double)h);
   K = cost < 8 ? 8 : (size_t)cost;
   return K < h ? K : h;
-}
-
-fly_rc flys_acov_fft(fly_stats_ws *ws, const double *y, size_t m2, size_t h,
-                     size_t k0, size_t k1, double *acov, fly_err *err)
-{
-  size_t L = pow2_at_least(h + k1 - 1);
-  double *fa, *fp;
-  fly_rc rc = flys_fft_plan(ws, L, err);
-  if( rc != FLY_OK ) return rc;
-  fa = ws->fa;
-  fp = ws->fp;
-  for( size_t k = 0; k < 2*L; k++ ) fp[k] = 0;
-  for( size_t c = 0; c < m2; c += 2 ){
-    const double *a = y + c*h, *b = c + 1 < m2 ? y + (c+1)*h : NULL;
-    for( size_t t = 0; t < h; t++ ){
-      fa[2*t] = a[t];
-      fa[2*t+1] = b ? b[t] : 0;
-    }
-    for( size_t t = 2*h; t < 2*L; t++ ) fa[t] = 0;
-    flys_fft_dif(fa, L, ws->tw, ws->tw_L);
-    for( size_t k = 0; k < L; k++ )       /* digit-reversed order */
-      fp[2*k] += fa[2*k]*fa[2*k] + fa[2*k+1]*fa[2*k+1];
-  }
-  flys_fft_dit_inv(fp, L, ws->tw, ws->tw_L);
-  for( size_t k = k0; k < k1; k++ )
-    acov[k] = fp[2*k] / (double)L / (double)h / (double)m2;
-  return FLY_OK;
 }
 
 fly_rc fly_stats_acf(fly_stats_ws *ws, const double *x, size_t n,

@@ -1,158 +1,139 @@
 /*
- * fft.c -- radix-4 complex FFTs without a digit-reversal pass, enough for
- * autocovariances.
+ * fft.c -- autocovariances by FFT, with FFTW3.
  *
- * Autocovariances by FFT transform the zero-padded chain, take |Z_k|^2 and
- * transform back.  The spectrum is only multiplied pointwise, so its order
- * does not matter: the forward transform is decimation in frequency
- * (natural order in, digit-reversed order out) and the inverse is
- * decimation in time with the same stages mirrored (digit-reversed in,
- * natural out), so the permutation, the one cache-hostile pass of a
- * textbook FFT, is never done.  Stages are radix 4 (Gentleman & Sande
- * 1966; 3 complex multiplications per 4 points and half the passes over
- * memory of radix 2), with one radix-2 stage first (last in the inverse)
- * when L is an odd power of two.  About 4.25 L log2 L flops.
+ * For the m2 centred chains y_c of h values, zero-padded to L >= h + k1 - 1
+ * points (a power of two, so the circular sums equal the linear ones up to
+ * lag L - h), each chain goes through one real-to-complex transform Y_c
+ * (the L/2 + 1 non-redundant coefficients), the power spectra |Y_c[k]|^2
+ * are summed over chains, and one complex-to-real transform of that sum
+ * gives L times sum_c sum_t y_c[t] y_c[t+k] at every lag at once: m2 + 1
+ * half-length transforms (posterior does 2 m2 full ones), O(m2 L log L).
  *
- * A DIF radix-4 stage on a block of len = 4q points maps x[j + q m],
- * m = 0..3, to z_p[j] = W^{jp} sum_m x[j + q m] (-i)^{mp}, W = e^{-2 pi i /
- * len}, into sub-block p, whose length-q DFT is then X[4k + p]; the
- * inverse stage undoes exactly that (times 4) with conjugate twiddles.
- * Twiddles cos and sin of 2 pi k / L for k < L are computed once per L
- * directly (a recurrence would lose accuracy) and cached in the workspace
- * with the two transform buffers; a stage of length len uses every
- * (L/len)-th one, and the same table serves any smaller power of two.
+ * Plans: FFTW_ESTIMATE (no trial runs: a summary meets a handful of
+ * lengths, so measuring plans would cost more than it saves), one pair per
+ * length cached in the workspace by log2 L and executed with FFTW's
+ * new-array functions on the workspace buffers.  The buffers come from
+ * fftw_malloc, so a grown buffer keeps the alignment the plans were made
+ * for.  A summary of many parameters therefore plans each length once.
+ *
+ * Threads: fftw_execute_* is thread-safe, FFTW's planner and
+ * fftw_destroy_plan are not, and a workspace per thread is the contract of
+ * stats.h (the CLI summary is single-threaded, but the SQL extension runs
+ * in whatever threads its host gives its connections).  So planning and
+ * destroying are serialised by one process-wide mutex here.  A program that
+ * also plans with FFTW elsewhere, in other threads, must serialise those
+ * calls too (or call fftw_make_planner_thread_safe() from libfftw3_threads).
  */
-#include <math.h>
+#include <fftw3.h>
+#include <pthread.h>
 
 #include "stats/stats_int.h"
-#include "util/mem.h"
 
-#define TWO_PI 6.283185307179586476925286766559
+static pthread_mutex_t planner = PTHREAD_MUTEX_INITIALIZER;
 
-fly_rc flys_fft_plan(fly_stats_ws *ws, size_t L, fly_err *err)
-{
-  if( L > ws->cap_fft ){
-    double *fa = fly_alloc_array(2*L, sizeof *fa);
-    double *fp = fly_alloc_array(2*L, sizeof *fp);
-    double *tw = fly_alloc_array(2*L, sizeof *tw);
-    if( !fa || !fp || !tw ){
-      fly_free(fa);
-      fly_free(fp);
-      fly_free(tw);
-      return fly_fail(err, FLY_NOMEM, "stats: cannot allocate an FFT of "
-                      "%zu points", L);
-    }
-    fly_free(ws->fa);
-    fly_free(ws->fp);
-    fly_free(ws->tw);
-    ws->fa = fa;
-    ws->fp = fp;
-    ws->tw = tw;
-    ws->cap_fft = L;
-    ws->tw_L = 0;
-  }
-  if( ws->tw_L < L ){
-    for( size_t k = 0; k < L; k++ ){
-      double a = TWO_PI * (double)k / (double)L;
-      ws->tw[2*k] = cos(a);
-      ws->tw[2*k+1] = sin(a);
-    }
-    ws->tw_L = L;
-  }
-  return FLY_OK;
-}
-
-static int odd_log2(size_t L)
+static int log2_of(size_t L)
 {
   int lg = 0;
   while( ((size_t)1 << lg) < L ) lg++;
-  return lg & 1;
+  return lg;
 }
 
-void flys_fft_dif(double *a, size_t L, const double *tw, size_t tw_L)
+/* Make the buffers hold a transform of L points; the old ones are freed
+ * only on success. */
+static fly_rc grow(fly_stats_ws *ws, size_t L, fly_err *err)
 {
-  size_t len = L;
-  if( odd_log2(L) ){                     /* one radix-2 stage */
-    size_t half = L >> 1, step = tw_L / L;
-    for( size_t j = 0; j < half; j++ ){
-      double *u = a + 2*j, *v = a + 2*(j + half);
-      double wr = tw[2*j*step], wi = -tw[2*j*step+1];
-      double dr = u[0] - v[0], di = u[1] - v[1];
-      u[0] += v[0];
-      u[1] += v[1];
-      v[0] = dr*wr - di*wi;
-      v[1] = dr*wi + di*wr;
-    }
-    len = half;
+  size_t nc = L/2 + 1;
+  double *fr, *pw;
+  fftw_complex *fc;
+  if( L <= ws->cap_fft ) return FLY_OK;
+  fr = fftw_malloc(L * sizeof *fr);
+  pw = fftw_malloc(nc * sizeof *pw);
+  fc = fftw_malloc(nc * sizeof *fc);
+  if( !fr || !pw || !fc ){
+    fftw_free(fr);
+    fftw_free(pw);
+    fftw_free(fc);
+    return fly_fail(err, FLY_NOMEM, "stats: cannot allocate an FFT of %zu "
+                    "points", L);
   }
-  for( ; len >= 4; len >>= 2 ){
-    size_t q = len >> 2, step = tw_L / len;
-    for( size_t i = 0; i < L; i += len ){
-      double *x0 = a + 2*i, *x1 = x0 + 2*q, *x2 = x1 + 2*q, *x3 = x2 + 2*q;
-      for( size_t j = 0; j < q; j++ ){
-        const double *w1 = tw + 2*j*step, *w2 = tw + 4*j*step,
-                     *w3 = tw + 6*j*step;
-        double ar = x0[2*j] + x2[2*j],   ai = x0[2*j+1] + x2[2*j+1];
-        double cr = x0[2*j] - x2[2*j],   ci = x0[2*j+1] - x2[2*j+1];
-        double br = x1[2*j] + x3[2*j],   bi = x1[2*j+1] + x3[2*j+1];
-        double dr = x1[2*j] - x3[2*j],   di = x1[2*j+1] - x3[2*j+1];
-        double z1r = cr + di, z1i = ci - dr;     /* c - i d */
-        double z2r = ar - br, z2i = ai - bi;
-        double z3r = cr - di, z3i = ci + dr;     /* c + i d */
-        x0[2*j] = ar + br;
-        x0[2*j+1] = ai + bi;
-        x1[2*j] = z1r*w1[0] + z1i*w1[1];         /* times conj(e^{+i..}) */
-        x1[2*j+1] = z1i*w1[0] - z1r*w1[1];
-        x2[2*j] = z2r*w2[0] + z2i*w2[1];
-        x2[2*j+1] = z2i*w2[0] - z2r*w2[1];
-        x3[2*j] = z3r*w3[0] + z3i*w3[1];
-        x3[2*j+1] = z3i*w3[0] - z3r*w3[1];
-      }
-    }
-  }
+  fftw_free(ws->fr);
+  fftw_free(ws->pw);
+  fftw_free(ws->fc);
+  ws->fr = fr;
+  ws->pw = pw;
+  ws->fc = (double *)fc;
+  ws->cap_fft = L;
+  return FLY_OK;
 }
 
-void flys_fft_dit_inv(double *a, size_t L, const double *tw, size_t tw_L)
+/* The forward and inverse plans of length L = 2^lg (guru64: any size_t
+ * length), made on the workspace buffers. */
+static fly_rc plan(fly_stats_ws *ws, size_t L, int lg, fly_err *err)
 {
-  size_t top = odd_log2(L) ? L >> 1 : L;
-  for( size_t len = 4; len <= top; len <<= 2 ){
-    size_t q = len >> 2, step = tw_L / len;
-    for( size_t i = 0; i < L; i += len ){
-      double *x0 = a + 2*i, *x1 = x0 + 2*q, *x2 = x1 + 2*q, *x3 = x2 + 2*q;
-      for( size_t j = 0; j < q; j++ ){
-        const double *w1 = tw + 2*j*step, *w2 = tw + 4*j*step,
-                     *w3 = tw + 6*j*step;
-        double t1r = x1[2*j]*w1[0] - x1[2*j+1]*w1[1];
-        double t1i = x1[2*j]*w1[1] + x1[2*j+1]*w1[0];
-        double t2r = x2[2*j]*w2[0] - x2[2*j+1]*w2[1];
-        double t2i = x2[2*j]*w2[1] + x2[2*j+1]*w2[0];
-        double t3r = x3[2*j]*w3[0] - x3[2*j+1]*w3[1];
-        double t3i = x3[2*j]*w3[1] + x3[2*j+1]*w3[0];
-        double ar = x0[2*j] + t2r, ai = x0[2*j+1] + t2i;
-        double cr = x0[2*j] - t2r, ci = x0[2*j+1] - t2i;
-        double br = t1r + t3r, bi = t1i + t3i;
-        double dr = t1r - t3r, di = t1i - t3i;
-        x0[2*j] = ar + br;
-        x0[2*j+1] = ai + bi;
-        x1[2*j] = cr - di;                       /* c + i d */
-        x1[2*j+1] = ci + dr;
-        x2[2*j] = ar - br;
-        x2[2*j+1] = ai - bi;
-        x3[2*j] = cr + di;                       /* c - i d */
-        x3[2*j+1] = ci - dr;
-      }
-    }
+  fftw_iodim64 dim = { (ptrdiff_t)L, 1, 1 };
+  fftw_complex *fc = (fftw_complex *)ws->fc;
+  if( ws->fwd[lg] && ws->inv[lg] ) return FLY_OK;
+  pthread_mutex_lock(&planner);
+  if( !ws->fwd[lg] )
+    ws->fwd[lg] = fftw_plan_guru64_dft_r2c(1, &dim, 0, NULL, ws->fr, fc,
+                                           FFTW_ESTIMATE);
+  if( !ws->inv[lg] )
+    ws->inv[lg] = fftw_plan_guru64_dft_c2r(1, &dim, 0, NULL, fc, ws->fr,
+                                           FFTW_ESTIMATE);
+  pthread_mutex_unlock(&planner);
+  if( !ws->fwd[lg] || !ws->inv[lg] )
+    return fly_fail(err, FLY_NOMEM, "stats: FFTW cannot plan a transform of "
+                    "%zu points", L);
+  return FLY_OK;
+}
+
+fly_rc flys_acov_fft(fly_stats_ws *ws, const double *y, size_t m2, size_t h,
+                     size_t k0, size_t k1, double *acov, fly_err *err)
+{
+  size_t L = 2, nc;
+  int lg;
+  double *fr, *pw;
+  fftw_complex *fc;
+  fly_rc rc;
+  while( L < h + k1 - 1 ) L <<= 1;
+  lg = log2_of(L);
+  nc = L/2 + 1;
+  if( (rc = grow(ws, L, err)) != FLY_OK ) return rc;
+  if( (rc = plan(ws, L, lg, err)) != FLY_OK ) return rc;
+  fr = ws->fr;
+  pw = ws->pw;
+  fc = (fftw_complex *)ws->fc;
+  for( size_t k = 0; k < nc; k++ ) pw[k] = 0;
+  for( size_t c = 0; c < m2; c++ ){
+    const double *yc = y + c*h;
+    for( size_t t = 0; t < h; t++ ) fr[t] = yc[t];
+    for( size_t t = h; t < L; t++ ) fr[t] = 0;
+    fftw_execute_dft_r2c(ws->fwd[lg], fr, fc);
+    for( size_t k = 0; k < nc; k++ )
+      pw[k] += fc[k][0]*fc[k][0] + fc[k][1]*fc[k][1];
   }
-  if( top != L ){                        /* the radix-2 stage, mirrored */
-    size_t half = L >> 1, step = tw_L / L;
-    for( size_t j = 0; j < half; j++ ){
-      double *u = a + 2*j, *v = a + 2*(j + half);
-      double wr = tw[2*j*step], wi = tw[2*j*step+1];
-      double tr = v[0]*wr - v[1]*wi, ti = v[0]*wi + v[1]*wr;
-      v[0] = u[0] - tr;
-      v[1] = u[1] - ti;
-      u[0] += tr;
-      u[1] += ti;
-    }
+  for( size_t k = 0; k < nc; k++ ){
+    fc[k][0] = pw[k];
+    fc[k][1] = 0;
   }
+  fftw_execute_dft_c2r(ws->inv[lg], fc, fr);   /* overwrites fc */
+  for( size_t k = k0; k < k1; k++ )
+    acov[k] = fr[k] / (double)L / (double)h / (double)m2;
+  return FLY_OK;
+}
+
+void flys_fft_free(fly_stats_ws *ws)
+{
+  pthread_mutex_lock(&planner);
+  for( int lg = 0; lg < FLYS_FFT_PLANS; lg++ ){
+    if( ws->fwd[lg] ) fftw_destroy_plan(ws->fwd[lg]);
+    if( ws->inv[lg] ) fftw_destroy_plan(ws->inv[lg]);
+    ws->fwd[lg] = ws->inv[lg] = NULL;
+  }
+  pthread_mutex_unlock(&planner);
+  fftw_free(ws->fr);
+  fftw_free(ws->pw);
+  fftw_free(ws->fc);
+  ws->fr = ws->pw = ws->fc = NULL;
+  ws->cap_fft = 0;
 }

@@ -23,7 +23,7 @@
  *
  * Workspace: every fallible function takes a fly_stats_ws.  It holds the
  * scratch arrays (sort buffers, split chains, FFT buffers) and caches that
- * depend only on the shape (the normal scores of ranks 1..S, FFT twiddles),
+ * depend only on the shape (the normal scores of ranks 1..S, FFT plans),
  * so summarising many parameters of one run allocates once.  It grows when a
  * call needs more and never shrinks.  Pass NULL to have the call allocate
  * and free a temporary one.  A workspace is not thread-safe; use one per

@@ -18,6 +18,7 @@
 #include "stats/stats.h"
 
 #define FLYS_DROP UINT32_MAX
+#define FLYS_FFT_PLANS 64  /* FFT lengths 2^0 .. 2^63 */
 
 struct fly_stats_ws {
   size_t    cap;       /* draws the per-draw arrays hold */
@@ -39,11 +40,12 @@ struct fly_stats_ws {
   size_t    cap_ch;    /* chains cm holds */
   double   *cm;        /* chain means */
 
-  size_t    cap_fft;   /* complex points of the FFT buffers */
-  double   *fa;        /* interleaved complex, 2*cap_fft */
-  double   *fp;        /* summed power spectrum, interleaved complex */
-  double   *tw;        /* cos, sin of 2 pi k / tw_L, k < tw_L */
-  size_t    tw_L;      /* FFT length the twiddles are for (0: none) */
+  size_t    cap_fft;   /* points the FFT buffers hold (fft.c) */
+  double   *fr;        /* L reals: a padded chain, then the sums by lag */
+  double   *pw;        /* L/2 + 1 summed power spectrum values */
+  double   *fc;        /* L/2 + 1 complex coefficients, interleaved */
+  struct fftw_plan_s *fwd[FLYS_FFT_PLANS]; /* r2c plans by log2 L */
+  struct fftw_plan_s *inv[FLYS_FFT_PLANS]; /* c2r plans by log2 L */
 
   size_t    cap_ar;    /* coefficients the AR arrays hold */
   double   *ar_r;      /* autocovariances 0..order.max */
@@ -106,22 +108,16 @@ fly_rc flys_ess(fly_stats_ws *ws, size_t m2, size_t h, double *ess,
 /* posterior's .rhat on the m2 chains of h values y (ws->cm scratch). */
 double flys_rhat(fly_stats_ws *ws, const double *y, size_t m2, size_t h);
 
-/* Make ws->fa, ws->fp hold L complex points and ws->tw the twiddles of
- * length L (a power of two); smaller transforms reuse the table. */
-fly_rc flys_fft_plan(fly_stats_ws *ws, size_t L, fly_err *err);
-/* In place, L interleaved complex points (L a power of two dividing tw_L):
- * dif: A[k] = sum_t a[t] exp(-2 pi i k t / L), output in digit-reversed
- * order; dit_inv: a[t] = sum_k A[k] exp(+2 pi i k t / L) from that order,
- * output in natural order, unnormalised (L times the inverse DFT). */
-void   flys_fft_dif(double *a, size_t L, const double *tw, size_t tw_L);
-void   flys_fft_dit_inv(double *a, size_t L, const double *tw, size_t tw_L);
+/* Destroy the FFT plans and free the FFT buffers of ws (fft.c). */
+void   flys_fft_free(fly_stats_ws *ws);
 
 /* Mean autocovariance over the m2 centred chains y (h values each) at lags
  * k0..k1-1 into acov[k0..k1): direct sums. */
 void   flys_acov_direct(const double *y, size_t m2, size_t h, size_t k0,
                         size_t k1, double *acov);
-/* The same for lags k0..k1-1 via FFT (of length the power of two >= h +
- * k1 - 1, so the circular sums are the linear ones). */
+/* The same for lags k0..k1-1 via FFTW (of length the power of two >= h +
+ * k1 - 1, so the circular sums are the linear ones; fft.c).  FLY_NOMEM if
+ * the buffers or the plans cannot be made. */
 fly_rc flys_acov_fft(fly_stats_ws *ws, const double *y, size_t m2, size_t h,
                      size_t k0, size_t k1, double *acov, fly_err *err);
 /* The lags 0..k1-1 an FFT of the smallest sufficient length gives when at

@@ -7,8 +7,8 @@
  * split-layout values, the split map and the rank scores: 68 bytes a draw,
  * so 4 chains of 10^5 draws take 27 MB.  Per lag (n_iter) the
  * autocovariance and Geyer's rho; per chain the chain means.  The FFT
- * buffers (fft.c) and the AR arrays (coda.c) are grown where they are
- * used.  Nothing shrinks; the caches (split map, rank scores, twiddles) are
+ * buffers and plans (fft.c) and the AR arrays (coda.c) are grown where they
+ * are used.  Nothing shrinks; the caches (split map, rank scores) are
  * keyed by the shape, rebuilt when it changes, and invalidated when their
  * arrays move.
  */
@@ -46,7 +46,7 @@ void fly_stats_ws_free(fly_stats_ws *ws)
   fly_free(ws->ztab);
   fly_free(ws->acov); fly_free(ws->rho);
   fly_free(ws->cm);
-  fly_free(ws->fa);   fly_free(ws->fp);   fly_free(ws->tw);
+  flys_fft_free(ws);
   fly_free(ws->ar_r); fly_free(ws->ar_phi); fly_free(ws->ar_tmp);
   fly_free(ws);
 }

@@ -40,6 +40,7 @@
 #include "tune/tune.h"
 
 #include <cblas.h>
+#include <lapacke.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,7 +52,6 @@
 #include "store/pages.h"
 #include "store/pagewriter.h"
 #include "tune/lbfgs.h"
-#include "util/lapack.h"
 #include "util/mem.h"
 
 #define TUNE_MAX_ITER 500
@@ -320,24 +320,43 @@ static fly_rc hessian(scan *sc, const double *th, double *H, fly_err *err)
   return FLY_OK;
 }
 
+/* LAPACK is column-major and flydb's matrices are row-major: a symmetric
+ * matrix is its own transpose, so the column-major 'U' triangle of the array
+ * is its row-major lower triangle, and dpotrf with 'U' leaves the lower
+ * factor L (A = L L') there.  LAPACKE's column-major calls hand the array
+ * to LAPACK as it is (its row-major ones would copy it to transpose it);
+ * they first check the triangle for NaN (info -4). */
+
 /* In place: the row-major lower Cholesky factor of SPD A (n x n), upper
- * part zeroed.  Returns LAPACK's info (> 0: not positive definite). */
+ * part zeroed.  Returns 0, or LAPACKE's info: k > 0 when the leading minor
+ * of order k is not positive definite, < 0 when A holds a NaN. */
 static int chol_lower(double *A, size_t n)
 {
-  int nn = (int)n, info = 0;
-  dpotrf_("U", &nn, A, &nn, &info, 1);  /* column-major U = row-major L */
-  if( info ) return info;
+  lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, A,
+                                   (lapack_int)n);
+  if( info ) return (int)info;
   for(size_t i = 0; i < n; i++)
     for(size_t j = i + 1; j < n; j++) A[i * n + j] = 0;
   return 0;
 }
 
-/* In place: from chol_lower's factor of A to A^-1, full and symmetric. */
+/* chol_lower's failure in words for a message: "leading minor k of n" or
+ * "a NaN entry"; buf holds at least 64 bytes. */
+static const char *chol_why(int info, size_t n, char *buf)
+{
+  if( info < 0 ) return "a NaN entry";
+  snprintf(buf, 64, "leading minor %d of %zu", info, n);
+  return buf;
+}
+
+/* In place: from chol_lower's factor of A to A^-1, full and symmetric.
+ * Returns 0, or LAPACK's info (> 0: a zero diagonal element of the
+ * factor; < 0: a NaN in it). */
 static int chol_inverse(double *L, size_t n)
 {
-  int nn = (int)n, info = 0;
-  dpotri_("U", &nn, L, &nn, &info, 1);
-  if( info ) return info;
+  lapack_int info = LAPACKE_dpotri(LAPACK_COL_MAJOR, 'U', (lapack_int)n, L,
+                                   (lapack_int)n);
+  if( info ) return (int)info;
   for(size_t i = 0; i < n; i++)
     for(size_t j = i + 1; j < n; j++) L[i * n + j] = L[j * n + i];
   return 0;
@@ -642,6 +661,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   double *HD = NULL, *LD = NULL;
   int64_t n_feat = 0, id = 0, old = 0, n_pages = 0;
   int in_tx = 0, ready = 0, info;
+  char why[64];
   size_t P, pr, wl;
   fly_rc rc;
 
@@ -733,11 +753,11 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
     double big = 0;
     for(size_t j = 0; j < P; j++) big = fmax(big, fabs(th[j]));
     rc = fly_fail(err, FLY_NUMERIC, "the Hessian of the log posterior at the "
-                  "MAP of data set %lld is not positive definite (leading "
-                  "minor %d of %zu; largest |theta| %.3g): the MAP may not "
+                  "MAP of data set %lld is not positive definite (%s; "
+                  "largest |theta| %.3g): the MAP may not "
                   "exist, or a feature is constant or collinear with others; "
                   "with (nearly) separable data use a stronger prior (prior "
-                  "scale below %g)", (long long)ds, info, P, big,
+                  "scale below %g)", (long long)ds, chol_why(info, P, why), big,
                   m->prior_scale);
     goto done;
   }
@@ -755,8 +775,8 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   memcpy(LD, HD, m->D * m->D * sizeof *LD);
   if( (info = chol_lower(LD, m->D)) != 0 ){
     rc = fly_fail(err, FLY_NUMERIC, "the %zu x %zu metric of the thinning "
-                  "keys of data set %lld is not positive definite (leading "
-                  "minor %d)", m->D, m->D, (long long)ds, info);
+                  "keys of data set %lld is not positive definite (%s)", m->D,
+                  m->D, (long long)ds, chol_why(info, m->D, why));
     goto done;
   }
   say(&sc, "Laplace covariance from the Hessian (%.2f s)",
@@ -971,6 +991,7 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
   fly_rc rc;
   size_t P = m->type->n_params(m);
   int info;
+  char why[64];
 
   *pb = NULL;
   rc = fly_db_prepare(db, "SELECT b.dataset_id, b.model, b.tuning, b.status,"
@@ -1054,8 +1075,8 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
   if( (info = chol_lower(b->chol_cov, P)) != 0
       || (info = chol_lower(b->chol_prec, P)) != 0 ){
     rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: stored Laplace matrices "
-                  "are not positive definite (minor %d)", (long long)b->id,
-                  info);
+                  "are not positive definite (%s)", (long long)b->id,
+                  chol_why(info, P, why));
     goto done;
   }
   if( m->D ){                   /* key_prec must be SPD too */
@@ -1068,8 +1089,8 @@ fly_rc fly_bounds_load(fly_db *db, int64_t bound_set_id, const fly_model *m,
     info = chol_lower(b->chol_key, m->D);
     if( info != 0 ){
       rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: stored key_prec is "
-                    "not positive definite (minor %d)", (long long)b->id,
-                    info);
+                    "not positive definite (%s)", (long long)b->id,
+                    chol_why(info, m->D, why));
       goto done;
     }
   }

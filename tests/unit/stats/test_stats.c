@@ -7,6 +7,7 @@
  *    model) agree with R on every ESS,
  *  - fly_stats_summarise() equals the single functions bit for bit,
  *  - a workspace reused across shapes gives the same answers as NULL,
+ *  - workspaces in several threads at once (FFTW planning) agree with one,
  *  - qnorm and qbeta at fixed points, error codes, and
  *  - the time of a summary of 4 chains x 10^5 draws (printed).
  * The largest relative error of each quantity is printed as a diagnostic.
@@ -14,6 +15,7 @@
 #include "stats/stats.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -302,6 +304,79 @@ static void reuse(void)
   fly_stats_ws_free(ws);
 }
 
+/* Workspaces in threads at once: FFTW's planner is not thread-safe and
+ * fft.c serialises it.  Each thread makes a workspace per job, forced onto
+ * the FFT path, so plans are made and destroyed concurrently; the answers
+ * must be those of one thread. */
+#define TH_THREADS 4
+#define TH_SHAPES  12
+#define TH_JOBS    48
+
+typedef struct th_job {
+  const double *x;               /* 2 chains of TH_MAXN draws per shape */
+  const double *want;            /* ess_basic by shape, one thread */
+  int id, ok;
+} th_job;
+
+#define TH_MAXN 6000
+
+static size_t th_len(int k) { return 1000 + (size_t)k * 431; }
+
+static double th_ess(fly_stats_ws *ws, const double *x, int k)
+{
+  double e = NAN;
+  ws->direct_lags = 2;
+  if( fly_stats_ess_basic(ws, x + (size_t)k * 2 * TH_MAXN, 2, th_len(k), 1,
+                          &e, NULL) != FLY_OK ) return -1;
+  return e;
+}
+
+static void *th_run(void *arg)
+{
+  th_job *j = arg;
+  j->ok = 1;
+  for( int r = 0; r < TH_JOBS; r++ ){
+    int k = (j->id * 5 + r) % TH_SHAPES;
+    fly_stats_ws *ws = NULL;
+    if( fly_stats_ws_new(0, 0, &ws, NULL) != FLY_OK ){ j->ok = 0; break; }
+    j->ok &= same(th_ess(ws, j->x, k), j->want[k]);
+    fly_stats_ws_free(ws);
+  }
+  return NULL;
+}
+
+static void threads(void)
+{
+  double *x = malloc(TH_SHAPES * 2 * TH_MAXN * sizeof *x), want[TH_SHAPES];
+  th_job job[TH_THREADS];
+  pthread_t th[TH_THREADS];
+  fly_stats_ws *ws = NULL;
+  uint64_t s = 7;
+  int ok = x && fly_stats_ws_new(0, 0, &ws, NULL) == FLY_OK, started = 0;
+  for( size_t i = 0; ok && i < TH_SHAPES * 2 * TH_MAXN; i++ ){
+    double a = i % TH_MAXN ? x[i-1] : 0;   /* AR(1), phi 0.99 */
+    s = s * 6364136223846793005u + 1442695040888963407u;
+    x[i] = 0.99 * a + ((double)(s >> 11) / 9007199254740992.0 - 0.5);
+  }
+  for( int k = 0; ok && k < TH_SHAPES; k++ ){
+    want[k] = th_ess(ws, x, k);
+    ok &= want[k] > 0;                    /* an estimate, no failure */
+  }
+  for( int t = 0; ok && t < TH_THREADS; t++ ){
+    job[t] = (th_job){ x, want, t, 0 };
+    if( pthread_create(&th[t], NULL, th_run, &job[t]) != 0 ) ok = 0;
+    else started++;
+  }
+  for( int t = 0; t < started; t++ ){
+    pthread_join(th[t], NULL);
+    ok &= job[t].ok;
+  }
+  TAP_OK(ok && started == TH_THREADS, "%d threads, a workspace each, FFT "
+         "plans made at once: the answers of one thread", TH_THREADS);
+  fly_stats_ws_free(ws);
+  free(x);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -419,6 +494,7 @@ int main(void)
   distributions();
   errors();
   reuse();
+  threads();
   sort_paths();
   timing();
   return tap_done();
