@@ -7,7 +7,10 @@
  * Each module checks its own tables, in this order: SQLite itself
  * (fly_db_check), the data sets (fly_dataset_check, whose pages go through
  * fly_pages_check), the bound sets (fly_bounds_check) and the runs
- * (fly_runs_check); see their headers for what each verifies.  This file
+ * (fly_run_check, which has fly_trace_check check each run's trace); see
+ * their headers for what each verifies.  What the store cannot judge comes
+ * from here: a checkpoint blob is parsed as the chain would (flymc/ckpt.h),
+ * model and sampler names are looked up in their registries.  This file
  * prints: each problem as "<scope>: <what>", at most SHOW_MAX lines per
  * data set, bound set or run, the rest counted.
  *
@@ -18,10 +21,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flymc/chain.h"
+#include "flymc/ckpt.h"
+#include "models/model.h"
 #include "store/check.h"
-#include "store/check_runs.h"
 #include "store/dataset.h"
 #include "store/db.h"
+#include "store/run.h"
 #include "tune/bounds_check.h"
 
 #define SHOW_MAX     20            /* problem lines printed per object */
@@ -52,6 +58,37 @@ static void report(void *ctx, const char *scope, const char *what)
   if( ++pr->n_scope > SHOW_MAX ) return;
   if( scope[0] ) printf("%s: ", scope);
   printf("%s\n", what);
+}
+
+/* ---- what the store leaves to the layers above ------------------------- */
+
+/* A checkpoint blob: the checks of fly_chain_restore (the shared parser of
+ * flymc/ckpt.h), plus the run's mode. */
+static void check_ckpt(void *u, fly_checker *ck, const fly_run_checked *r, int64_t c,
+                       const void *p, size_t len)
+{
+  fly_ckpt_view v;
+  fly_err e = {0};
+  (void)u;
+  if( fly_ckpt_parse(p, len, (size_t)r->n_params, r->n_rows >= 0 ? r->n_rows : 0, &v, &e) ){
+    fly_check_problem(ck, "chain %lld: %s", (long long)c, e.msg);
+    return;
+  }
+  if( !strcmp(r->z_mode, "regular") && v.head.B != 0 )
+    fly_check_problem(ck, "chain %lld: checkpoint holds %lld bright rows; a regular run has none",
+            (long long)c, (long long)v.head.B);
+}
+
+static int model_known(void *u, const char *name)
+{
+  (void)u;
+  return fly_model_find(name) != NULL;
+}
+
+static int sampler_known(void *u, const char *name)
+{
+  (void)u;
+  return fly_kernel_find(name) >= 0;
 }
 
 /* ---- the command ------------------------------------------------------ */
@@ -90,7 +127,10 @@ static fly_rc run_check(const char *path, int quick, int64_t *n_problems,
   fly_db_check(db, &ck);
   if( rc == FLY_OK ) rc = fly_dataset_check(db, &ck, &ds, &n_ds, err);
   if( rc == FLY_OK ) rc = fly_bounds_check(db, ds, n_ds, &ck, &n_sets, err);
-  if( rc == FLY_OK ) rc = fly_runs_check(db, ds, n_ds, &ck, &n_runs, err);
+  if( rc == FLY_OK ){
+    fly_run_check_hooks h = { NULL, check_ckpt, model_known, sampler_known };
+    rc = fly_run_check(db, ds, n_ds, &h, &ck, &n_runs, err);
+  }
   fly_db_check_end(db);
   scope_end(&pr);
   if( rc ) goto done;

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "store/check_runs.h"
 #include "store/dataset.h"
 #include "store/db.h"
+#include "store/run.h"
 #include "tune/bounds_check.h"
 #include "util/mem.h"
 

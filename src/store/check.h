@@ -2,7 +2,7 @@
  * check.h -- what every module's integrity checker reports through.
  *
  * A checker (fly_db_check, fly_dataset_check, fly_pages_check,
- * fly_bounds_check, fly_runs_check) never stops at the first problem: it
+ * fly_bounds_check, fly_run_check) never stops at the first problem: it
  * reports each one, a line of text, through the caller's callback, and goes
  * on.  Each problem belongs to a scope naming the object it concerns
  * ("data set 'toy' (id 1)", "run 3"; "" for none), so the caller can group

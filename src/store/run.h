@@ -16,6 +16,10 @@
  * Handles are not shared: every function takes a fly_db used by one
  * thread at a time.  Return codes: FLY_OK, FLY_RANGE (no such run),
  * FLY_CORRUPT (a stored value out of its domain), FLY_SQL, FLY_NOMEM.
+ *
+ * Checking: fly_run_check verifies every run's row, setting and
+ * configuration, and has store/trace.h check its trace (`flydb check`).
+ * Listing: fly_runs_list gives `flydb info` its lines.
  */
 #ifndef FLY_STORE_RUN_H
 #define FLY_STORE_RUN_H
@@ -23,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/check.h"
+#include "store/dataset.h"
 #include "store/db.h"
 #include "util/err.h"
 
@@ -91,5 +97,67 @@ fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
 
 /* The id of the newest run (0 if none). */
 fly_rc fly_run_latest(fly_db *db, int64_t *run_id, fly_err *err);
+
+/* ---- listing ------------------------------------------------------------ */
+
+/* One run as `flydb info` lists it.  Strings valid during the callback. */
+typedef struct fly_run_brief {
+  int64_t     id;
+  const char *dataset, *model, *sampler, *z_mode, *status;
+  int         n_chains, n_warmup, n_iters;
+  int         has_wall;         /* wall_seconds recorded */
+  double      wall_seconds;     /* whole command(s), tuning included */
+} fly_run_brief;
+
+typedef void fly_run_brief_fn(void *ctx, const fly_run_brief *r);
+
+/* Call fn for every run, by id. */
+fly_rc fly_runs_list(fly_db *db, fly_run_brief_fn *fn, void *ctx,
+                     fly_err *err);
+
+/* ---- checking ----------------------------------------------------------- */
+
+/* A run as the check sees it, for the caller's part of the check.  Strings
+ * valid during the callback. */
+typedef struct fly_run_checked {
+  int64_t     id;
+  int64_t     n_params;
+  int64_t     n_rows;           /* rows of its data set, -1 if unknown */
+  const char *z_mode;           /* never NULL ("NULL" when stored NULL) */
+} fly_run_checked;
+
+/* What the store cannot judge: the chain's checkpoint format and the names
+ * of models and samplers belong to the layers above.  Any member may be
+ * NULL (that part is not checked). */
+typedef struct fly_run_check_hooks {
+  void *u;                      /* first argument of each hook */
+  /* Verify chain's checkpoint blob p (len bytes) of run r, reporting each
+   * problem through ck (its scope is the run's). */
+  void (*ckpt)(void *u, fly_checker *ck, const fly_run_checked *r,
+               int64_t chain, const void *p, size_t len);
+  /* 1 if a model (a theta kernel) of that name exists, else 0. */
+  int  (*model_known)(void *u, const char *name);
+  int  (*sampler_known)(void *u, const char *name);
+} fly_run_check_hooks;
+
+/* Check every run, in id order, reporting each problem through ck in
+ * scope "run N".  Per run: its shape (n_chains, n_warmup, n_iters, thin,
+ * n_params; a run of impossible shape gets only that problem and the
+ * checks of its setting), z_mode, n_params against its bound set; then its
+ * trace (fly_trace_check: param rows, checkpoints through h->ckpt, draw
+ * and iteration rows); then status, model and sampler names, the data set
+ * and bound set it refers to (the bound set of the same data set), its
+ * run_setting row (present, every value in its domain, nu/scale only for
+ * a robust model, z_param only for an implicit or explicit z mode,
+ * fixed_xi only for fixed bounds), and each run_config line that states
+ * what run or run_setting states (model, sampler, chains, warm-up,
+ * iterations, thin, seed, z mode and parameter, prior, bounds, kernel
+ * options, checkpoint and full-log-posterior periods) agreeing with it.
+ * ds (n_ds, from fly_dataset_check) gives each run's number of rows.
+ * *n_runs: runs seen.  Reads only, inside the caller's read transaction.
+ * Problems are reported, not returned: FLY_OK unless ck is NULL. */
+fly_rc fly_run_check(fly_db *db, fly_dataset_checked *ds, size_t n_ds,
+                     const fly_run_check_hooks *h, fly_checker *ck,
+                     int64_t *n_runs, fly_err *err);
 
 #endif

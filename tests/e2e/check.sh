@@ -7,7 +7,9 @@
 # in a data page and in a bound page, a missing page, a changed column mean,
 # a changed moment, a bound set left 'building', a truncated checkpoint,
 # draws of one chain deleted mid-run (two problems: draws and iteration
-# rows), the diagnostics of some iterations cleared.  A newer schema version and files that
+# rows), the diagnostics of some iterations cleared, a run's run_setting row
+# gone, out of its domain or disagreeing with run_config, a run_config line
+# disagreeing with the run row.  A newer schema version and files that
 # are not flydb databases are refused (exit 1); usage errors exit 2; and
 # `flydb sample` on a damaged data page fails naming the page.
 . "$(dirname "$0")/lib.sh"
@@ -119,6 +121,28 @@ fi
 err_has "CHECK constraint failed: diagnostics"
 eq "half.db unchanged" "$(q half.db "SELECT count(*) FROM iteration WHERE iter = 20")" 2
 ok "draw_block refuses a row with some diagnostics NULL: $(head -n 1 "$T/err")"
+
+# ---- the run's typed setting ----------------------------------------------
+# The schema's CHECKs refuse these edits, so they are made with the CHECKs
+# off (as a file edited by other means would hold them); SQLite's own
+# integrity check reports the broken CHECK too, hence two problems.
+unchecked="PRAGMA ignore_check_constraints = ON;"
+damaged setgone "DELETE FROM run_setting WHERE run_id = 1"
+reported setgone.db "run 1: no run_setting row: the run cannot be resumed"
+
+damaged setsteps "$unchecked UPDATE run_setting SET theta_steps = 0 WHERE run_id = 1"
+PROBLEMS=2 reported setsteps.db "CHECK constraint failed in run_setting" \
+  "run 1: run_setting: theta_steps is 0, want an integer >= 1"
+
+damaged setzparam "UPDATE run_setting SET z_param = 0.5 WHERE run_id = 1"
+reported setzparam.db "run 1: run_setting: z_param is 0.5, want NULL: the z mode has no parameter"
+
+# Within its domain but not what the run was started with (run_config).
+damaged setprior "UPDATE run_setting SET prior = 'laplace' WHERE run_id = 1"
+reported setprior.db "run 1: run_config prior is 'normal', but run_setting.prior is 'laplace'"
+
+damaged cfgchains "UPDATE run_config SET value = '3' WHERE run_id = 1 AND key = 'chains'"
+reported cfgchains.db "run 1: run_config chains is '3', but run.n_chains is 2"
 
 # ---- refused files --------------------------------------------------------
 cp $db v99.db
