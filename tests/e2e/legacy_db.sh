@@ -25,17 +25,33 @@ eq "typed setting of run 2" \
    "$(printf 'normal\t1.0\tmap\t32\tlaplace\tlaplace\t1\t500')"
 ok "the migration gives both runs their typed setting"
 
+# The iterations each chain of run 2 had committed (its checkpoint).
+ck=$(q old.db "SELECT group_concat(iter) FROM (SELECT iter FROM checkpoint WHERE run_id = 2
+               ORDER BY chain)")
 expect 0 "$FLYDB" sample --db old.db --resume 2 --quiet
 eq "run 2 status" "$(q old.db "SELECT status FROM run WHERE id = 2")" done
+# draws RUN [MAXITER_CHAIN0 MAXITER_CHAIN1]: a checksum of the run's draws
 draws() { q old.db "SELECT chain, iter, idx, printf('%!.17g', value) FROM draw
-                    WHERE run_id = $1 ORDER BY 1, 2, 3" | md5sum; }
-eq "resumed draws" "$(draws 2)" "$(draws 1)"
-eq "resumed diagnostics" \
-   "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 2
-                ORDER BY 1, 2" | md5sum)" \
-   "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 1
-                ORDER BY 1, 2" | md5sum)"
-ok "run 2 resumes from the old checkpoints to exactly the draws of run 1"
+                    WHERE run_id = $1 AND iter <= CASE chain WHEN 0 THEN ${2:-1e18}
+                                                   ELSE ${3:-1e18} END ORDER BY 1, 2, 3" | md5sum; }
+eq "draws up to the old checkpoints" "$(draws 2 "${ck%,*}" "${ck#*,}")" \
+   "$(draws 1 "${ck%,*}" "${ck#*,}")"
+eq "iterations after the resume" "$(q old.db "SELECT count(*) FROM iteration WHERE run_id = 2")" \
+   "$(q old.db "SELECT count(*) FROM iteration WHERE run_id = 1")"
+# The same seed gives the same draws only in the same build: the fixture
+# was written by a release build, so only a release build continues it bit
+# for bit (a debug or sanitizer build rounds differently).
+if "$FLYDB" --version | grep -q '^build  *release'; then
+  eq "resumed draws" "$(draws 2)" "$(draws 1)"
+  eq "resumed diagnostics" \
+     "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 2
+                  ORDER BY 1, 2" | md5sum)" \
+     "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 1
+                  ORDER BY 1, 2" | md5sum)"
+  ok "run 2 resumes from the old checkpoints (iterations $ck) to exactly the draws of run 1"
+else
+  ok "run 2 resumes from the old checkpoints (iterations $ck) to a complete run (not a release build: draws after them not compared)"
+fi
 
 expect 0 "$FLYDB" check --db old.db
 ok "flydb check finds nothing wrong with the migrated file"
