@@ -106,7 +106,7 @@ typedef struct outfile {
 static fly_rc out_open(outfile *o, const char *dir, const char *name, fly_err *err)
 {
   if( snprintf(o->path, sizeof o->path, "%s/%s", dir, name) >= (int)sizeof o->path )
-    return fly_fail(err, FLY_RANGE, "--out: path too long");
+    return fly_fail(err, FLY_RANGE, "%s: path too long for %s", dir, name);
   snprintf(o->tmp, sizeof o->tmp, "%s.tmp", o->path);
   o->f = fopen(o->tmp, "w");
   if( !o->f ) return fly_fail(err, FLY_IO, "cannot create %s: %s", o->tmp, strerror(errno));
@@ -372,9 +372,9 @@ fly_rc fly_export_dir(fly_trace_reader *tr, fly_export_format fmt, int warm, con
   }
   out = fly_alloc_array(n, sizeof *out);
   res->path = fly_alloc_array(n, sizeof *res->path);
+  if( res->path ) memset(res->path, 0, n * sizeof *res->path);
   if( !out || !res->path ){ rc = fly_fail(err, FLY_NOMEM, "export"); goto done; }
   memset(out, 0, n * sizeof *out);
-  memset(res->path, 0, n * sizeof *res->path);
   if( fmt == FLY_EXPORT_CMDSTAN ){
     for(size_t c = 0; c < n; c++){
       snprintf(name, sizeof name, "%lld_chain%zu.csv", (long long)ri->id, c + 1);
@@ -394,17 +394,19 @@ fly_rc fly_export_dir(fly_trace_reader *tr, fly_export_format fmt, int warm, con
     rc = out_close(&out[1], err);
   }
 done:
+  res->n = n;
+  for(size_t i = 0; rc == FLY_OK && i < n; i++)     /* before the renames: nothing to undo */
+    if( !(res->path[i] = fly_strdup(out[i].path)) ) rc = fly_fail(err, FLY_NOMEM, "export");
   if( out ){
     fly_rc rc2 = out_finish(out, n, rc == FLY_OK, err);
     if( rc == FLY_OK ) rc = rc2;
   }
-  if( rc == FLY_OK ){
-    for(size_t i = 0; i < n; i++)
-      if( !(res->path[i] = fly_strdup(out[i].path)) ){
-        rc = fly_fail(err, FLY_NOMEM, "export");
-        break;
-      }
-    res->n = n;
+  if( rc ){                                          /* no file: no path */
+    int partial = res->partial;
+    int64_t n_draws = res->n_draws;
+    fly_export_files_clear(res);
+    res->partial = partial;
+    res->n_draws = n_draws;
   }
   fly_free(out);
   return rc;

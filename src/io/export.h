@@ -55,7 +55,7 @@ fly_rc fly_export_csv(fly_trace_reader *tr, int warm, FILE *long_f,
 
 /* The files fly_export_dir wrote. */
 typedef struct fly_export_files {
-  size_t  n;              /* files */
+  size_t  n;              /* files written: 0 after a failure */
   char  **path;           /* [n] "<dir>/<name>", owned */
   int64_t n_draws;        /* cmdstan: post-warm-up rows per chain; csv: iterations */
   int     partial;        /* cmdstan: chains cut to a common length (set
@@ -66,9 +66,10 @@ typedef struct fly_export_files {
  * <run>_chain<k>.csv for k = 1..n_chains, csv as <run>_draws.csv (long)
  * and <run>_wide.csv.  Each file is written as "<name>.tmp" and all are
  * renamed into place when all are complete; on failure none is left.
- * *out is filled (release it with fly_export_files_clear, also after a
- * failure).  FLY_IO naming the file, FLY_RANGE (no draws, path longer
- * than 4095 bytes), FLY_NOMEM, and the writers' codes. */
+ * *out gets the paths (none after a failure) and, as soon as they are
+ * known, n_draws and partial; release it with fly_export_files_clear,
+ * also after a failure.  FLY_IO naming the file, FLY_RANGE (no draws,
+ * path longer than 4095 bytes), FLY_NOMEM, and the writers' codes. */
 fly_rc fly_export_dir(fly_trace_reader *tr, fly_export_format fmt, int warm,
                       const char *dir, fly_export_files *out, fly_err *err);
 void   fly_export_files_clear(fly_export_files *out);   /* frees the paths */

@@ -370,7 +370,7 @@ done:
 static fly_rc pic_path(plotter *pl, const char *name, char *path, fly_err *err)
 {
   if( snprintf(path, PATH_CAP, "%s/%s", pl->dir, name) >= PATH_CAP )
-    return fly_fail(err, FLY_RANGE, "--out: path too long");
+    return fly_fail(err, FLY_RANGE, "%s: path too long for %s", pl->dir, name);
   return FLY_OK;
 }
 
@@ -916,7 +916,7 @@ fly_rc fly_plot_write(fly_plot *pl, const char *dir, size_t *n_files, fly_err *e
   pl->dir = dir;
   pl->n_files = 0;
   if( snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path )
-    return fly_fail(err, FLY_RANGE, "--out: path too long");
+    return fly_fail(err, FLY_RANGE, "%s: path too long for index.html", dir);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   if( !(pl->html = fopen(tmp, "w")) )
     return fly_fail(err, FLY_IO, "cannot create %s: %s", tmp, strerror(errno));
