@@ -348,6 +348,7 @@ done:
 
 void fly_export_files_clear(fly_export_files *out)
 {
+  if( !out ) return;
   if( out->path )
     for(size_t i = 0; i < out->n; i++) fly_free(out->path[i]);
   fly_free(out->path);

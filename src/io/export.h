@@ -72,6 +72,7 @@ typedef struct fly_export_files {
  * path longer than 4095 bytes), FLY_NOMEM, and the writers' codes. */
 fly_rc fly_export_dir(fly_trace_reader *tr, fly_export_format fmt, int warm,
                       const char *dir, fly_export_files *out, fly_err *err);
-void   fly_export_files_clear(fly_export_files *out);   /* frees the paths */
+void   fly_export_files_clear(fly_export_files *out);   /* frees the paths and
+                                                           zeroes *out; NULL: no-op */
 
 #endif
