@@ -17,6 +17,12 @@
  *                           configuration after ^C or a crash
  *   fly_trace_reader_open() a run's draws and per-iteration diagnostics
  *                           (store/trace.h)
+ *   fly_report_summary()    the posterior table of a run: mean, sd,
+ *                           quantiles, R-hat, bulk/tail ESS, MCSE (run/report.h)
+ *   fly_export_dir()        a run as CmdStan or long/wide CSV files
+ *                           (io/export.h)
+ *   fly_plot_open()         its trace, ACF and density plots as SVG
+ *                           (io/plot.h)
  *   fly_dataset_load()      a data set's shape and column statistics
  *                           (store/dataset.h)
  *
@@ -47,5 +53,8 @@
 #include "store/trace.h"
 #include "io/ingest.h"
 #include "run/run.h"
+#include "run/report.h"
+#include "io/export.h"
+#include "io/plot.h"
 
 #endif
