@@ -246,9 +246,10 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   c->ks = fly_alloc_array(1, c->kt->state_size);
   if( !c->th || !c->ks ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
   if( (rc = fly_chain_ev_reserve(c, CHUNK, err)) ) goto done;
-  c->L = cfg->isotropic ? NULL : cfg->bounds->chol_cov;
   fly_kernel_cfg kc = {
-    .P = c->P, .L = c->L, .eps0 = cfg->eps0,
+    /* proposals shaped by the Laplace covariance (borrowed: the bounds
+     * outlive the chain), or isotropic */
+    .P = c->P, .L = cfg->isotropic ? NULL : cfg->bounds->chol_cov, .eps0 = cfg->eps0,
     .n_leap = cfg->n_leap > 0 ? (size_t)cfg->n_leap : 0,
     /* adapting steps, not iterations: every theta update adapts */
     .n_adapt = (size_t)cfg->n_warmup * (size_t)theta_steps(cfg),

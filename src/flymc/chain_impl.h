@@ -85,8 +85,6 @@ struct fly_chain {
   double    *th;              /* current theta */
   double     lp;              /* log density of the current state */
   double     base, base_new;  /* log prior + collapsed bounds: current / last evaluated */
-  double     lp_new;          /* regular: last evaluated */
-  double    *L;               /* proposal shape (Cholesky of cov) or NULL */
   fly_bright br;              /* FlyMC modes: the bright rows */
   /* evaluation buffers */
   double    *logL, *logB, *work, *ones;

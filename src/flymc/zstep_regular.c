@@ -27,7 +27,6 @@ static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad
   fly_db_read_end(c->db, began);
   if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
   c->n_lik += c->cfg->N;
-  c->lp_new = *lp;
   return rc;
 }
 
