@@ -228,20 +228,20 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
                     "index (fly_index_build)");
   if( (rc = fly_zstep_open_data(c, cfg->cache_bytes, err)) ) return rc;
   /* The bucket index keeps the xi by position, not row, so a scan reads
-   * them from the bound pages; decoding those afresh at every scan cost
-   * 15-25% of an iteration on the Fashion pair.  They are cached in the
-   * room the decoded data pages leave, and decoded afresh where the data
-   * pages fill the cache (a scan reads every page then anyway). */
+   * them from the bound pages, and decoding those afresh at every scan is
+   * a large part of its cost.  They are cached in the room the decoded
+   * data pages leave, and decoded afresh where the data pages fill the
+   * cache (a scan reads every page then anyway). */
   const fly_pages_info *di = fly_pages_info_of(c->data);
   double need = (double)di->n_pages * (double)di->page_rows * (double)di->width
               * (double)sizeof(double);
   size_t bshare = (double)cfg->cache_bytes > need ? cfg->cache_bytes - (size_t)need : 0;
   /* A scan evaluates every row's bound, and a row's bound coefficients
-   * (model.h: coef) depend on its xi and its row only; computing them
-   * afresh (two transcendentals a row for logistic) was a fifth of a scan
-   * on the Fashion pair.  So they are kept, filled by the first scan,
-   * where they fit half of that room; the bound pages get the rest.
-   * calloc: a chain that never scans never touches them. */
+   * (model.h: coef) depend on its xi and its row only, while computing
+   * them costs transcendentals (two a row for logistic).  So they are
+   * kept, filled by the first scan, where they fit half of that room; the
+   * bound pages get the rest.  calloc: a chain that never scans never
+   * touches them. */
   size_t room = bshare;
   /* with a screen (model.h: scan_upper) every row's features' norm (a
    * float) too */
