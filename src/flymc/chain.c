@@ -17,10 +17,13 @@
  * z step's row reads, so several per z step buy mixing in theta almost for
  * free (docs/performance.md §2.3).
  *
- * Z step: zstep.c, whose file comment says how each mode works.
+ * The theta kernel is a type table (samplers/kernel.h) and the z step's
+ * mode another (chain_impl.h: fly_zstep_type, one file each, zstep_*.c,
+ * whose file comments say how each mode works); the chain calls through
+ * them and names neither a kernel nor a mode.
  *
- * Regular mode: log p(theta | x) over all rows, from an in-memory block
- * (or page by page), through the same kernel.
+ * Regular mode (zstep_regular.c): log p(theta | x) over all rows, from an
+ * in-memory block (or page by page), through the same kernel.
  *
  * The steady state allocates nothing: buffers grow only when the bright set
  * or a candidate batch is larger than ever before.
@@ -36,29 +39,46 @@
 
 #define CHUNK 4096            /* rows per model evaluation in regular mode */
 
-static const char *const kernel_names[] = { "mh", "mala", "slice", "hmc" };
+const fly_kernel_type *fly_kernel_type_of(fly_kernel k)
+{
+  for(size_t i = 0; fly_kernel_types[i]; i++)
+    if( i == (size_t)k ) return fly_kernel_types[i];
+  return NULL;
+}
 
 const char *fly_kernel_name(fly_kernel k)
 {
-  return (unsigned)k < sizeof kernel_names / sizeof kernel_names[0] ? kernel_names[k] : "?";
+  const fly_kernel_type *t = fly_kernel_type_of(k);
+  return t ? t->name : "?";
 }
 
 int fly_kernel_find(const char *name)
 {
-  for(size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++)
-    if( strcmp(kernel_names[i], name) == 0 ) return (int)i;
+  for(size_t i = 0; fly_kernel_types[i]; i++)
+    if( strcmp(fly_kernel_types[i]->name, name) == 0 ) return (int)i;
   return -1;
+}
+
+double fly_kernel_default_step(fly_kernel k, size_t P, size_t n_leap, int isotropic)
+{
+  const fly_kernel_type *t = fly_kernel_type_of(k);
+  if( !t ) return 0;
+  double eps = t->default_step(P, n_leap);
+  if( isotropic ) eps *= 0.01;
+  return eps;
+}
+
+static const fly_zstep_type *zstep_type_of(fly_zmode z)
+{
+  for(size_t i = 0; fly_zstep_types[i]; i++)
+    if( i == (size_t)z ) return fly_zstep_types[i];
+  return NULL;
 }
 
 const char *fly_zmode_name(fly_zmode z)
 {
-  switch( z ){
-  case FLY_Z_REGULAR:  return "regular";
-  case FLY_Z_EXPLICIT: return "explicit";
-  case FLY_Z_IMPLICIT: return "implicit";
-  case FLY_Z_GIBBS:    return "gibbs";
-  }
-  return "?";
+  const fly_zstep_type *t = zstep_type_of(z);
+  return t ? t->name : "?";
 }
 
 static double now(void)
@@ -86,8 +106,8 @@ static double ltilde_sum(fly_chain *c, const double *g, size_t n)
   return s;
 }
 
-static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
-                         fly_err *err)
+fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *grad,
+                            fly_err *err)
 {
   fly_chain *c = ctx;
   const fly_model *m = c->m;
@@ -127,17 +147,15 @@ static fly_rc flymc_logp(void *ctx, const double *th, double *lp, double *grad,
   return FLY_OK;
 }
 
-static void flymc_accept(void *ctx)
+void fly_chain_flymc_accept(void *ctx)
 {
   fly_chain *c = ctx;
   fly_bright_accept(&c->br);
   c->base = c->base_new;
 }
 
-/* log p(th) + sum over all rows of log L, from the in-memory block or by a
- * scan of the pages. */
-static fly_rc full_sum(fly_chain *c, const double *th, double *out, double *grad,
-                       fly_err *err)
+fly_rc fly_chain_full_sum(fly_chain *c, const double *th, double *out, double *grad,
+                          fly_err *err)
 {
   const fly_model *m = c->m;
   const fly_chain_cfg *cfg = c->cfg;
@@ -172,19 +190,6 @@ static fly_rc full_sum(fly_chain *c, const double *th, double *out, double *grad
   return FLY_OK;
 }
 
-static fly_rc regular_logp(void *ctx, const double *th, double *lp, double *grad,
-                           fly_err *err)
-{
-  fly_chain *c = ctx;
-  int began = !c->cfg->Xall && fly_db_read_begin(c->db);
-  fly_rc rc = full_sum(c, th, lp, grad, err);
-  fly_db_read_end(c->db, began);
-  if( !c->cfg->Xall ) c->n_reads += c->cfg->N;
-  c->n_lik += c->cfg->N;
-  c->lp_new = *lp;
-  return rc;
-}
-
 fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
                               fly_err *err)
 {
@@ -193,13 +198,11 @@ fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
   if( rc == FLY_OK && !c->cfg->Xall && !c->data )
     rc = fly_fail(err, FLY_MISUSE, "no data handle for the full log posterior");
   int began = fly_db_read_begin(c->db);
-  if( rc == FLY_OK ) rc = full_sum(c, c->th, lp, NULL, err);
+  if( rc == FLY_OK ) rc = fly_chain_full_sum(c, c->th, lp, NULL, err);
   fly_db_read_end(c->db, began);
   *seconds = now() - t0;
   return rc;
 }
-
-static void regular_accept(void *ctx) { (void)ctx; }
 
 /* ---- life cycle ------------------------------------------------------- */
 
@@ -225,131 +228,37 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   c->nxi = cfg->m->type->n_xi(cfg->m);
   c->bw = c->nxi + 1;
   c->nc = cfg->m->type->coef ? cfg->m->type->n_coef(cfg->m) : 0;
+  c->kt = fly_kernel_type_of(cfg->kernel);
+  c->zt = zstep_type_of(cfg->z);
   fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
-
+  if( !c->kt || !c->zt ){
+    rc = fly_fail(err, FLY_MISUSE, "unknown %s %d", c->kt ? "z mode" : "theta kernel",
+                  c->kt ? (int)cfg->z : (int)cfg->kernel);
+    goto done;
+  }
   if( (rc = fly_db_open(cfg->db_path, FLY_DB_READONLY, &c->db, err)) ) goto done;
-  if( !(cfg->z == FLY_Z_REGULAR && cfg->Xall) ){
-    /* The bound pages get a quarter of the cache, unless a bucket index
-     * holds every row's xi: then only gibbs' scans read them, and they get
-     * what the data pages leave (below). */
-    size_t share = cfg->z == FLY_Z_REGULAR || cfg->buckets ? cfg->cache_bytes
-                 : cfg->cache_bytes / 4 * 3;
-    if( (rc = fly_pages_open(c->db, FLY_TABLE_DATA, cfg->dataset_id, share,
-                             &c->data, err)) ) goto done;
-    fly_pages_set_prof(c->data, &c->prof);
-    fly_pages_hold(c->data, 1);     /* released by fly_chain_release */
-  }
-  if( cfg->z != FLY_Z_REGULAR ){
-    if( cfg->buckets && cfg->buckets->nxi != c->nxi ){
-      rc = fly_fail(err, FLY_MISUSE, "bucket index holds %zu xi a row, the model "
-                    "%zu", cfg->buckets->nxi, c->nxi);
-      goto done;
-    }
-    /* With a bucket index the xi are kept by position, not row, so a scan
-     * reads them from the bound pages; decoding those afresh at every scan
-     * cost 15-25% of an iteration on the Fashion pair.  They are cached in
-     * the room the decoded data pages leave, and decoded afresh where the
-     * data pages fill the cache (a scan reads every page then anyway). */
-    size_t bshare = cfg->cache_bytes / 4;
-    if( cfg->buckets ){
-      const fly_pages_info *di = fly_pages_info_of(c->data);
-      double need = (double)di->n_pages * (double)di->page_rows * (double)di->width
-                  * (double)sizeof(double);
-      bshare = (double)cfg->cache_bytes > need ? cfg->cache_bytes - (size_t)need : 0;
-    }
-    /* A scan evaluates every row's bound, and a row's bound coefficients
-     * (model.h: coef) depend on its xi and its row only; computing them
-     * afresh (two transcendentals a row for logistic) was a fifth of a
-     * scan on the Fashion pair.  So gibbs keeps them, filled by the first
-     * scan, where they fit half of that room; the bound pages get the
-     * rest.  calloc: a chain that never scans never touches them. */
-    size_t room = bshare;
-    /* with a screen (model.h: scan_upper) every row's features' norm
-     * (a float) too */
-    size_t scr = cfg->m->type->scan_upper ? sizeof(float) : 0;
-    if( cfg->z == FLY_Z_GIBBS && c->nc &&
-        (double)cfg->N * (double)(c->nc * sizeof(double) + scr) <= 0.5 * (double)room ){
-      c->scoef = fly_alloc_array((size_t)cfg->N * c->nc, sizeof *c->scoef);
-      if( scr ) c->sxn = fly_alloc_array((size_t)cfg->N, sizeof *c->sxn);
-      if( !c->scoef || (scr && !c->sxn) ){
-        rc = fly_fail(err, FLY_NOMEM, "bound coefficients of %lld rows",
-                      (long long)cfg->N);
-        goto done;
-      }
-      bshare -= (size_t)cfg->N * (c->nc * sizeof *c->scoef + scr);
-      /* With a screen (model.h: scan_upper) an f32 copy of every row and
-       * its features' norm let a scan rule out most rows with a
-       * single-precision product: the copy's bandwidth is half the data
-       * pages', and the rows ruled out are not read at all.  Kept where
-       * the copy fits the same half as well. */
-      double nd = (double)cfg->N;
-      if( cfg->m->type->scan_upper &&
-          nd * (double)(c->nc * sizeof(double) + (c->W + 1) * sizeof(float))
-          <= 0.5 * (double)room ){
-        c->sxf = fly_alloc_array((size_t)cfg->N * c->W, sizeof *c->sxf);
-        if( !c->sxf ){
-          rc = fly_fail(err, FLY_NOMEM, "f32 copy of %lld rows", (long long)cfg->N);
-          goto done;
-        }
-        bshare -= (size_t)cfg->N * c->W * sizeof(float);
-      }
-    }
-    if( (rc = fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id, bshare,
-                             &c->bnd, err)) ) goto done;
-    fly_pages_set_prof(c->bnd, &c->prof);
-    fly_pages_hold(c->bnd, 1);
-    if( (rc = fly_bright_init(&c->br, cfg->N, c->W, c->nxi, c->nc, err)) ) goto done;
-    if( !(c->tcoef = fly_alloc_array(c->nc ? c->nc : 1, sizeof *c->tcoef)) ){
-      rc = fly_fail(err, FLY_NOMEM, "chain");
-      goto done;
-    }
-  }
-  if( cfg->z == FLY_Z_GIBBS &&
-      !(c->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *c->pbar)) ){
-    rc = fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", cfg->buckets->nb);
+  if( c->zt->state_size && !(c->zs = fly_alloc_array(1, c->zt->state_size)) ){
+    rc = fly_fail(err, FLY_NOMEM, "%s z step", c->zt->name);
     goto done;
   }
-  if( cfg->sketch && (cfg->z != FLY_Z_GIBBS || cfg->sketch->D != cfg->m->D ||
-                      cfg->sketch->N != cfg->N ||
-                      cfg->sketch->nd != (cfg->m->type->dirs ? cfg->m->K : 1)) ){
-    rc = fly_fail(err, FLY_MISUSE, "a sketch of %lld rows x %zu features for a "
-                  "%s chain of %lld rows x %zu", (long long)cfg->sketch->N,
-                  cfg->sketch->D, fly_zmode_name(cfg->z), (long long)cfg->N, cfg->m->D);
-    goto done;
-  }
-  /* keep_candidates reads a candidate's code by its position: the codes
-   * must be the bucket index's record tails */
-  if( cfg->sketch && (!cfg->buckets || cfg->buckets->tail < FLY_SKETCH_BYTES ||
-                      cfg->sketch->code != fly_buckets_tail(cfg->buckets, 0) ||
-                      cfg->sketch->stride != cfg->buckets->stride) ){
-    rc = fly_fail(err, FLY_MISUSE, "the sketch's codes are not placed in the bucket "
-                  "index (fly_index_build)");
-    goto done;
-  }
-  if( cfg->sketch && (rc = fly_sketch_at_init(cfg->sketch, &c->skat, err)) ) goto done;
+  if( (rc = c->zt->open(c, err)) ) goto done;
   c->th = fly_alloc_array(c->P, sizeof *c->th);
-  if( !c->th ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
+  c->ks = fly_alloc_array(1, c->kt->state_size);
+  if( !c->th || !c->ks ){ rc = fly_fail(err, FLY_NOMEM, "chain"); goto done; }
   if( (rc = fly_chain_ev_reserve(c, CHUNK, err)) ) goto done;
-  c->L = cfg->isotropic ? NULL : cfg->bounds->chol_cov;
-  switch( cfg->kernel ){
-  case FLY_K_MH:    rc = fly_mh_init(&c->mh, c->P, c->L, cfg->eps0, err); break;
-  case FLY_K_MALA:  rc = fly_mala_init(&c->mala, c->P, c->L, cfg->eps0, err); break;
-  case FLY_K_SLICE: rc = fly_slice_init(&c->slice, c->P, c->L, cfg->eps0, err); break;
-  case FLY_K_HMC:
-    rc = fly_hmc_init(&c->hmc, c->P, c->L, cfg->eps0, err);
-    if( rc == FLY_OK ){
-      c->hmc.n_leap = cfg->n_leap > 0 ? (size_t)cfg->n_leap : c->hmc.n_leap;
-      /* adapting steps, not iterations: every theta update adapts */
-      c->hmc.n_warmup = (size_t)cfg->n_warmup * (size_t)theta_steps(cfg);
-    }
-    break;
-  default: rc = fly_fail(err, FLY_MISUSE, "unknown theta kernel %d", (int)cfg->kernel);
-  }
-  if( rc ) goto done;
+  fly_kernel_cfg kc = {
+    /* proposals shaped by the Laplace covariance (borrowed: the bounds
+     * outlive the chain), or isotropic */
+    .P = c->P, .L = cfg->isotropic ? NULL : cfg->bounds->chol_cov, .eps0 = cfg->eps0,
+    .n_leap = cfg->n_leap > 0 ? (size_t)cfg->n_leap : 0,
+    /* adapting steps, not iterations: every theta update adapts */
+    .n_adapt = (size_t)cfg->n_warmup * (size_t)theta_steps(cfg),
+  };
+  if( (rc = c->kt->init(c->ks, &kc, err)) ) goto done;
   c->tgt.ctx = c;
   c->tgt.P = c->P;
-  c->tgt.logp = cfg->z == FLY_Z_REGULAR ? regular_logp : flymc_logp;
-  c->tgt.accept = cfg->z == FLY_Z_REGULAR ? regular_accept : flymc_accept;
+  c->tgt.logp = c->zt->logp;
+  c->tgt.accept = c->zt->accept;
 done:
   if( rc ){
     fly_chain_close(c);
@@ -368,10 +277,10 @@ void fly_chain_release(fly_chain *c)
 void fly_chain_close(fly_chain *c)
 {
   if( !c ) return;
-  fly_mh_free(&c->mh);
-  fly_mala_free(&c->mala);
-  fly_slice_free(&c->slice);
-  fly_hmc_free(&c->hmc);
+  if( c->ks ) c->kt->free(c->ks);
+  fly_free(c->ks);
+  if( c->zs && c->zt->close ) c->zt->close(c);
+  fly_free(c->zs);
   fly_bright_free(&c->br);
   fly_pages_close(c->data);
   fly_pages_close(c->bnd);
@@ -382,23 +291,11 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->work);
   fly_free(c->ones);
   fly_free(c->cid);
-  fly_free(c->cpos);
   fly_free(c->cX);
   fly_free(c->cB);
   fly_free(c->cgap);
-  fly_free(c->cpbar);
-  fly_free(c->cu);
-  fly_free(c->cbk);
-  fly_free(c->cph);
-  fly_sketch_at_free(&c->skat);
   fly_free(c->cxi);
-  fly_free(c->ccf);
-  fly_free(c->cxf);
   fly_free(c->tcoef);
-  fly_free(c->scoef);
-  fly_free(c->sxf);
-  fly_free(c->sxn);
-  fly_free(c->pbar);
   fly_free(c);
 }
 
@@ -406,12 +303,13 @@ const double *fly_chain_theta(const fly_chain *c) { return c->th; }
 
 int fly_chain_keeps_coef(const fly_chain *c)
 {
-  return c->sxf ? 2 : c->scoef != NULL;
+  const fly_zscan *s = c->keep;
+  return !s ? 0 : s->sxf ? 2 : s->scoef != NULL;
 }
 void fly_chain_screen_counts(const fly_chain *c, int64_t *ruled_out, int64_t *evaluated)
 {
-  *ruled_out = c->n_screened;
-  *evaluated = c->n_survived;
+  *ruled_out = c->keep ? c->keep->n_screened : 0;
+  *evaluated = c->keep ? c->keep->n_survived : 0;
 }
 struct fly_target *fly_chain_target(fly_chain *c) { return &c->tgt; }
 size_t fly_chain_dim(const fly_chain *c) { return c->P; }
@@ -453,11 +351,9 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
   }
   reset_counters(c);
   int began = fly_db_read_begin(c->db);
-  /* z_0 ~ p(z | theta_0), every row dark before.  With a bucket index this
-   * is one thinned z step (it scans only if theta_0 is so far out that the
-   * thinning bound expects too many candidates); otherwise a full scan. */
-  if( c->cfg->z == FLY_Z_GIBBS ) rc = fly_zstep_gibbs(c, err);
-  else if( c->cfg->z != FLY_Z_REGULAR ) rc = fly_zstep_scan(c, err);
+  /* z_0 ~ p(z | theta_0), every row dark before (gibbs: one thinned z
+   * step; explicit, implicit: one scan) */
+  if( c->zt->init ) rc = c->zt->init(c, err);
   fly_db_read_end(c->db, began);
   if( rc ) return rc;
   return refresh(c, err);
@@ -467,8 +363,7 @@ fly_rc fly_chain_init(fly_chain *c, fly_err *err)
  * must not reuse their cached log density and gradient. */
 static void kernel_invalidate(fly_chain *c)
 {
-  if( c->cfg->kernel == FLY_K_MALA ) fly_mala_invalidate(&c->mala);
-  if( c->cfg->kernel == FLY_K_HMC ) fly_hmc_invalidate(&c->hmc);
+  if( c->kt->invalidate ) c->kt->invalidate(c->ks);
 }
 
 /* The z step of the current mode, then the log density of the new state.
@@ -479,15 +374,10 @@ static void kernel_invalidate(fly_chain *c)
 static fly_rc zstep(fly_chain *c, fly_err *err)
 {
   fly_rc rc = FLY_OK;
-  if( c->cfg->z != FLY_Z_REGULAR ){
+  if( c->zt->step ){
     fly_prof_push(&c->prof, FLY_PROF_Z);
     int began = fly_db_read_begin(c->db);
-    switch( c->cfg->z ){
-    case FLY_Z_EXPLICIT: rc = fly_zstep_explicit(c, err); break;
-    case FLY_Z_IMPLICIT: rc = fly_zstep_implicit(c, err); break;
-    case FLY_Z_GIBBS:    rc = fly_zstep_gibbs(c, err); break;
-    default:             rc = FLY_MISUSE; break;
-    }
+    rc = c->zt->step(c, err);
     fly_db_read_end(c->db, began);
     size_t B = (size_t)fly_bright_count(&c->br);
     if( rc == FLY_OK ) rc = fly_chain_ev_reserve(c, B, err);
@@ -503,7 +393,7 @@ static fly_rc zstep(fly_chain *c, fly_err *err)
 static void fill_stats(fly_chain *c, int64_t acc, double eps, fly_iter_stats *s)
 {
   s->lp = c->lp;
-  s->n_bright = c->cfg->z == FLY_Z_REGULAR ? c->cfg->N : fly_bright_count(&c->br);
+  s->n_bright = c->zt->all_bright ? c->cfg->N : fly_bright_count(&c->br);
   s->n_lik = c->n_lik;
   s->n_reads = c->n_reads;
   s->n_cand = c->n_cand;
@@ -516,26 +406,7 @@ static void fill_stats(fly_chain *c, int64_t acc, double eps, fly_iter_stats *s)
 /* The step size (slice: interval width) the next theta step uses. */
 static double kernel_eps(const fly_chain *c, int adapt)
 {
-  switch( c->cfg->kernel ){
-  case FLY_K_MALA:  return fly_mala_eps(&c->mala);
-  case FLY_K_SLICE: return c->slice.st.w;
-  case FLY_K_HMC:   return fly_hmc_eps(&c->hmc, adapt);
-  default:          return exp(c->mh.st.log_eps);
-  }
-}
-
-static fly_rc theta_step(fly_chain *c, int adapt, int *acc, fly_err *err)
-{
-  switch( c->cfg->kernel ){
-  case FLY_K_MALA:
-    return fly_mala_step(&c->mala, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
-  case FLY_K_SLICE:
-    return fly_slice_step(&c->slice, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
-  case FLY_K_HMC:
-    return fly_hmc_step(&c->hmc, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
-  default:
-    return fly_mh_step(&c->mh, &c->tgt, &c->rng, c->th, &c->lp, adapt, acc, err);
-  }
+  return c->kt->eps(c->ks, adapt);
 }
 
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
@@ -547,7 +418,7 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
   fly_prof_push(&c->prof, FLY_PROF_THETA);
   for(int64_t k = 0; k < K && rc == FLY_OK; k++){
     int a = 0;
-    rc = theta_step(c, adapt, &a, err);
+    rc = c->kt->step(c->ks, &c->tgt, &c->rng, c->th, &c->lp, adapt, &a, err);
     acc += a;
   }
   fly_prof_pop(&c->prof);
@@ -577,20 +448,10 @@ fly_rc fly_chain_zstep(fly_chain *c, fly_iter_stats *s, fly_err *err)
 
 int fly_chain_is_bright(const fly_chain *c, int64_t n)
 {
-  return c->cfg->z == FLY_Z_REGULAR || fly_zset_is_bright(c->br.z, n);
+  return c->zt->all_bright || fly_zset_is_bright(c->br.z, n);
 }
 
 /* ---- checkpoints ------------------------------------------------------ */
-
-static size_t kernel_state_size(const fly_chain *c)
-{
-  switch( c->cfg->kernel ){
-  case FLY_K_MALA:  return fly_mala_ckpt_size(&c->mala);
-  case FLY_K_SLICE: return sizeof c->slice.st;
-  case FLY_K_HMC:   return fly_hmc_ckpt_size(&c->hmc);
-  default:          return sizeof c->mh.st;
-  }
-}
 
 fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err)
 {
@@ -601,8 +462,8 @@ fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err
   h.version = FLY_CKPT_VERSION;
   h.P = (uint32_t)c->P;
   h.kernel = (uint32_t)c->cfg->kernel;
-  h.B = c->cfg->z == FLY_Z_REGULAR ? 0 : fly_bright_count(&c->br);
-  h.klen = kernel_state_size(c);
+  h.B = c->zt->all_bright ? 0 : fly_bright_count(&c->br);
+  h.klen = c->kt->ckpt_size(c->ks);
   h.lp = c->lp;
   h.base = c->base;
   memcpy(h.rng, c->rng.s, sizeof h.rng);
@@ -610,12 +471,7 @@ fly_rc fly_chain_save(const fly_chain *c, void **blob, size_t *len, fly_err *err
   unsigned char *p = fly_alloc_array(n, 1);
   if( !p ) return fly_fail(err, FLY_NOMEM, "checkpoint of %zu bytes", n);
   ks = fly_ckpt_write(p, &h, c->th, &rows);
-  switch( c->cfg->kernel ){
-  case FLY_K_MALA:  fly_mala_ckpt_save(&c->mala, ks); break;
-  case FLY_K_SLICE: memcpy(ks, &c->slice.st, sizeof c->slice.st); break;
-  case FLY_K_HMC:   fly_hmc_ckpt_save(&c->hmc, ks); break;
-  default:          memcpy(ks, &c->mh.st, sizeof c->mh.st); break;
-  }
+  c->kt->ckpt_save(c->ks, ks);
   for(int64_t i = 0; i < h.B; i++)
     fly_ckpt_put_row(rows, i, fly_zset_ith_bright(c->br.z, i), c->br.gap[i]);
   *blob = p;
@@ -629,8 +485,8 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
   int64_t *rows = NULL;
   fly_rc rc = fly_ckpt_parse(blob, len, c->P, c->cfg->N, &v, err);
   if( rc ) return fly_err_prefix(err, "chain %d", c->id + 1);
-  if( v.head.kernel != (uint32_t)c->cfg->kernel || v.head.klen != kernel_state_size(c) ||
-      (c->cfg->z == FLY_Z_REGULAR && v.head.B != 0) )
+  if( v.head.kernel != (uint32_t)c->cfg->kernel || v.head.klen != c->kt->ckpt_size(c->ks) ||
+      (c->zt->all_bright && v.head.B != 0) )
     return fly_fail(err, FLY_CORRUPT, "checkpoint of chain %d: written by kernel %u with "
                     "%llu bytes of state and %lld bright rows, not this run's %s",
                     c->id + 1, v.head.kernel, (unsigned long long)v.head.klen,
@@ -639,14 +495,9 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
   c->lp = v.head.lp;
   c->base = v.head.base;
   memcpy(c->rng.s, v.head.rng, sizeof v.head.rng);
-  switch( c->cfg->kernel ){
-  case FLY_K_MALA:  rc = fly_mala_ckpt_load(&c->mala, v.kstate, (size_t)v.head.klen, err); break;
-  case FLY_K_SLICE: memcpy(&c->slice.st, v.kstate, sizeof c->slice.st); break;
-  case FLY_K_HMC:   rc = fly_hmc_ckpt_load(&c->hmc, v.kstate, (size_t)v.head.klen, err); break;
-  default:          memcpy(&c->mh.st, v.kstate, sizeof c->mh.st); break;
-  }
-  if( rc ) return fly_err_prefix(err, "checkpoint of chain %d", c->id + 1);
-  if( c->cfg->z == FLY_Z_REGULAR ) return FLY_OK;
+  if( (rc = c->kt->ckpt_load(c->ks, v.kstate, (size_t)v.head.klen, err)) )
+    return fly_err_prefix(err, "checkpoint of chain %d", c->id + 1);
+  if( c->zt->all_bright ) return FLY_OK;
 
   size_t B = (size_t)v.head.B;
   rows = fly_alloc_array(B ? B : 1, sizeof *rows);

@@ -21,11 +21,12 @@
 #include "flymc/buckets.h"
 #include "flymc/sketch.h"
 #include "models/model.h"
+#include "samplers/kernel.h"
 #include "tune/tune.h"
 #include "util/err.h"
 #include "util/prof.h"
 
-typedef enum {
+typedef enum {         /* the z-step mode: an index into its table (chain_impl.h) */
   FLY_Z_REGULAR = 0,   /* every z_n = 1: full-data MCMC, no bounds */
   FLY_Z_EXPLICIT,      /* Algorithm 1: Gibbs on a random fraction of rows */
   FLY_Z_IMPLICIT,      /* Algorithm 2: MH flips, dark->bright by skipping */
@@ -34,7 +35,8 @@ typedef enum {
 
 const char *fly_zmode_name(fly_zmode z);
 
-typedef enum {           /* the theta kernel (src/samplers) */
+typedef enum {           /* the theta kernel: an index into fly_kernel_types
+                            (samplers/kernel.h), recorded in checkpoints */
   FLY_K_MH = 0,          /* random-walk Metropolis-Hastings */
   FLY_K_MALA,            /* Metropolis-adjusted Langevin */
   FLY_K_SLICE,           /* slice sampling along random directions */
@@ -44,6 +46,15 @@ typedef enum {           /* the theta kernel (src/samplers) */
 const char *fly_kernel_name(fly_kernel k);
 /* The kernel called name ("mh", ...); -1 if none. */
 int         fly_kernel_find(const char *name);
+/* Kernel k's type table (samplers/kernel.h); NULL if k is none. */
+const fly_kernel_type *fly_kernel_type_of(fly_kernel k);
+/* The initial step size (slice: interval width) kernel k starts its
+ * warm-up adaptation from (the table's default_step, in posterior sds
+ * under the Laplace preconditioner), for P parameters and n_leap leapfrog
+ * steps (HMC; 0: its default); isotropic proposals N(0, eps^2 I) start
+ * 100 times smaller.  0 if k is none. */
+double      fly_kernel_default_step(fly_kernel k, size_t P, size_t n_leap,
+                                    int isotropic);
 
 typedef struct fly_chain_cfg {
   const char        *db_path;

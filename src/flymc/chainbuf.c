@@ -34,21 +34,11 @@ fly_rc fly_chain_cand_reserve(fly_chain *c, size_t n, fly_err *err)
   size_t cap = c->c_cap ? c->c_cap : 1024;
   while( cap < n ) cap *= 2;
   int ok = 1;
-#define GROW(ptr, k) do{ void *q_ = fly_realloc_array((ptr), cap, (k) * sizeof *(ptr)); \
-                         if( q_ ) (ptr) = q_; else ok = 0; }while(0)
-  GROW(c->cid, 1);
-  GROW(c->cpos, 1);
-  GROW(c->cX, c->W);
-  GROW(c->cB, c->bw);
-  GROW(c->cgap, 1);
-  GROW(c->cpbar, 1);
-  GROW(c->cu, 1);
-  GROW(c->cbk, 1);
-  GROW(c->cph, 1);
-  GROW(c->cxi, c->nxi);
-  GROW(c->ccf, c->nc ? c->nc : 1);
-  GROW(c->cxf, c->W);
-#undef GROW
+  FLY_GROW(c->cid, cap, 1, ok);
+  FLY_GROW(c->cX, cap, c->W, ok);
+  FLY_GROW(c->cB, cap, c->bw, ok);
+  FLY_GROW(c->cgap, cap, 1, ok);
+  FLY_GROW(c->cxi, cap, c->nxi, ok);
   if( !ok ) return fly_fail(err, FLY_NOMEM, "candidate buffers (%zu rows)", cap);
   c->c_cap = cap;
   return fly_chain_ev_reserve(c, cap, err);

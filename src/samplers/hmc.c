@@ -28,8 +28,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "samplers/kernel.h"
 #include "util/mem.h"
 
+#define DEFAULT_LEAP 16       /* leapfrog steps unless set */
 #define DA_GAMMA 0.05
 #define DA_T0    10.0
 #define DA_KAPPA 0.75
@@ -42,7 +44,7 @@ fly_rc fly_hmc_init(fly_hmc *k, size_t P, const double *L, double eps0,
     return fly_fail(err, FLY_MISUSE, "HMC needs P > 0 and a positive step size");
   k->P = P;
   k->L = L;
-  k->n_leap = 16;
+  k->n_leap = DEFAULT_LEAP;
   k->jitter = 0.1;
   k->target_accept = 0.8;
   k->st.log_eps = log(eps0);
@@ -335,3 +337,39 @@ fly_rc fly_hmc_ckpt_load(fly_hmc *k, const void *buf, size_t len, fly_err *err)
   memcpy(k->wm2, b + 3 * n, n);
   return FLY_OK;
 }
+
+/* ---- the type table (kernel.h) ----------------------------------------- */
+
+static double hmc_default_step(size_t P, size_t n_leap)
+{
+  (void)P;
+  return 1.0 / sqrt((double)(n_leap ? n_leap : DEFAULT_LEAP));
+}
+static fly_rc hmc_init(void *k, const fly_kernel_cfg *kc, fly_err *err)
+{
+  fly_hmc *h = k;
+  fly_rc rc = fly_hmc_init(h, kc->P, kc->L, kc->eps0, err);
+  if( rc ) return rc;
+  if( kc->n_leap ) h->n_leap = kc->n_leap;
+  h->n_warmup = kc->n_adapt;
+  return FLY_OK;
+}
+static void hmc_free(void *k) { fly_hmc_free(k); }
+static fly_rc hmc_step(void *k, fly_target *tgt, fly_rng *rng, double *th,
+                       double *lp, int adapt, int *accepted, fly_err *err)
+{
+  return fly_hmc_step(k, tgt, rng, th, lp, adapt, accepted, err);
+}
+static double hmc_eps(const void *k, int adapt) { return fly_hmc_eps(k, adapt); }
+static void hmc_invalidate(void *k) { fly_hmc_invalidate(k); }
+static size_t hmc_ckpt_size(const void *k) { return fly_hmc_ckpt_size(k); }
+static void hmc_ckpt_save(const void *k, void *buf) { fly_hmc_ckpt_save(k, buf); }
+static fly_rc hmc_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
+{
+  return fly_hmc_ckpt_load(k, buf, len, err);
+}
+
+const fly_kernel_type fly_kernel_hmc = {
+  "hmc", sizeof(fly_hmc), hmc_default_step, hmc_init, hmc_free, hmc_step, hmc_eps,
+  hmc_invalidate, hmc_ckpt_size, hmc_ckpt_save, hmc_ckpt_load
+};

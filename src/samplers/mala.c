@@ -27,6 +27,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "samplers/kernel.h"
 #include "util/mem.h"
 
 fly_rc fly_mala_init(fly_mala *k, size_t P, const double *L, double eps0,
@@ -194,3 +195,38 @@ fly_rc fly_mala_ckpt_load(fly_mala *k, const void *buf, size_t len,
   memcpy(k->grad, b + sizeof st, k->P * sizeof(double));
   return FLY_OK;
 }
+
+/* ---- the type table (kernel.h) ----------------------------------------- */
+
+static double mala_default_step(size_t P, size_t n_leap)
+{
+  (void)n_leap;
+  return 1.65 * pow((double)P, -1.0 / 6);         /* Roberts & Rosenthal */
+}
+static fly_rc mala_init(void *k, const fly_kernel_cfg *kc, fly_err *err)
+{
+  return fly_mala_init(k, kc->P, kc->L, kc->eps0, err);
+}
+static void mala_free(void *k) { fly_mala_free(k); }
+static fly_rc mala_step(void *k, fly_target *tgt, fly_rng *rng, double *th,
+                        double *lp, int adapt, int *accepted, fly_err *err)
+{
+  return fly_mala_step(k, tgt, rng, th, lp, adapt, accepted, err);
+}
+static double mala_eps(const void *k, int adapt)
+{
+  (void)adapt;
+  return fly_mala_eps(k);
+}
+static void mala_invalidate(void *k) { fly_mala_invalidate(k); }
+static size_t mala_ckpt_size(const void *k) { return fly_mala_ckpt_size(k); }
+static void mala_ckpt_save(const void *k, void *buf) { fly_mala_ckpt_save(k, buf); }
+static fly_rc mala_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
+{
+  return fly_mala_ckpt_load(k, buf, len, err);
+}
+
+const fly_kernel_type fly_kernel_mala = {
+  "mala", sizeof(fly_mala), mala_default_step, mala_init, mala_free, mala_step,
+  mala_eps, mala_invalidate, mala_ckpt_size, mala_ckpt_save, mala_ckpt_load
+};

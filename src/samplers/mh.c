@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "samplers/kernel.h"
 #include "util/mem.h"
 
 fly_rc fly_mh_init(fly_mh *k, size_t P, const double *L, double eps0,
@@ -73,3 +74,44 @@ fly_rc fly_mh_step(fly_mh *k, fly_target *tgt, fly_rng *rng, double *th,
   }
   return FLY_OK;
 }
+
+/* ---- the type table (kernel.h) ----------------------------------------- */
+
+static double mh_default_step(size_t P, size_t n_leap)
+{
+  (void)n_leap;
+  return 2.38 / sqrt((double)P);                  /* Gelman et al. */
+}
+static fly_rc mh_init(void *k, const fly_kernel_cfg *kc, fly_err *err)
+{
+  return fly_mh_init(k, kc->P, kc->L, kc->eps0, err);
+}
+static void mh_free(void *k) { fly_mh_free(k); }
+static fly_rc mh_step(void *k, fly_target *tgt, fly_rng *rng, double *th,
+                      double *lp, int adapt, int *accepted, fly_err *err)
+{
+  return fly_mh_step(k, tgt, rng, th, lp, adapt, accepted, err);
+}
+static double mh_eps(const void *k, int adapt)
+{
+  (void)adapt;
+  return exp(((const fly_mh *)k)->st.log_eps);
+}
+static size_t mh_ckpt_size(const void *k) { return sizeof ((const fly_mh *)k)->st; }
+static void mh_ckpt_save(const void *k, void *buf)
+{
+  memcpy(buf, &((const fly_mh *)k)->st, sizeof ((const fly_mh *)k)->st);
+}
+static fly_rc mh_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
+{
+  fly_mh *m = k;
+  if( len != sizeof m->st )
+    return fly_fail(err, FLY_CORRUPT, "MH state of %zu bytes, want %zu", len, sizeof m->st);
+  memcpy(&m->st, buf, sizeof m->st);
+  return FLY_OK;
+}
+
+const fly_kernel_type fly_kernel_mh = {
+  "mh", sizeof(fly_mh), mh_default_step, mh_init, mh_free, mh_step, mh_eps,
+  NULL, mh_ckpt_size, mh_ckpt_save, mh_ckpt_load
+};

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "samplers/kernel.h"
 #include "util/mem.h"
 
 #define MAX_SHRINK 200
@@ -150,3 +151,45 @@ fly_rc fly_slice_step(fly_slice *k, fly_target *tgt, fly_rng *rng, double *th,
   *accepted = 1;
   return FLY_OK;
 }
+
+/* ---- the type table (kernel.h) ----------------------------------------- */
+
+static double slice_default_step(size_t P, size_t n_leap)
+{
+  (void)P; (void)n_leap;
+  return 2.0;                                     /* about 2 sds */
+}
+static fly_rc slice_init(void *k, const fly_kernel_cfg *kc, fly_err *err)
+{
+  return fly_slice_init(k, kc->P, kc->L, kc->eps0, err);
+}
+static void slice_free(void *k) { fly_slice_free(k); }
+static fly_rc slice_step(void *k, fly_target *tgt, fly_rng *rng, double *th,
+                         double *lp, int adapt, int *accepted, fly_err *err)
+{
+  return fly_slice_step(k, tgt, rng, th, lp, adapt, accepted, err);
+}
+static double slice_eps(const void *k, int adapt)
+{
+  (void)adapt;
+  return ((const fly_slice *)k)->st.w;
+}
+static size_t slice_ckpt_size(const void *k) { return sizeof ((const fly_slice *)k)->st; }
+static void slice_ckpt_save(const void *k, void *buf)
+{
+  memcpy(buf, &((const fly_slice *)k)->st, sizeof ((const fly_slice *)k)->st);
+}
+static fly_rc slice_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
+{
+  fly_slice *s = k;
+  if( len != sizeof s->st )
+    return fly_fail(err, FLY_CORRUPT, "slice state of %zu bytes, want %zu", len,
+                    sizeof s->st);
+  memcpy(&s->st, buf, sizeof s->st);
+  return FLY_OK;
+}
+
+const fly_kernel_type fly_kernel_slice = {
+  "slice", sizeof(fly_slice), slice_default_step, slice_init, slice_free, slice_step,
+  slice_eps, NULL, slice_ckpt_size, slice_ckpt_save, slice_ckpt_load
+};

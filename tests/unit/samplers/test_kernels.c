@@ -19,10 +19,13 @@
  * after every step the accepted point must be the chain's state); slice
  * never asks for a gradient.  Separately: same seed => identical chain;
  * checkpoint round trips (with and without the cached gradient) continue
- * bit-identically; invalidation re-evaluates the current point.
+ * bit-identically; invalidation re-evaluates the current point.  Through
+ * the type tables (kernel.h), MH included: lookup by name, the default
+ * step sizes, and a checkpoint round trip that continues bit-identically.
  * FLYDB_TEST_LEVEL=accurate runs 5 times longer.
  */
 #include "samplers/hmc.h"
+#include "samplers/kernel.h"
 #include "samplers/mala.h"
 #include "samplers/slice.h"
 
@@ -698,6 +701,66 @@ static void test_misuse(void)
   }
 }
 
+/* Every kernel through its table (kernel.h): found by its name; its
+ * default step; n1 adapting steps, a checkpoint, then n2 more steps, and a
+ * second state initialised through the table and loaded from the
+ * checkpoint, with the same RNG, theta and log p, ends at the same point
+ * bit for bit; a checkpoint of the wrong length is refused. */
+static void test_tables(const tcase *c, uint64_t seed)
+{
+  size_t P = c->t.P, n1 = 50, n2 = 150;
+  const double d = (double)P;
+  const double want[] = { 2.38 / sqrt(d), 1.65 * pow(d, -1.0 / 6), 2.0, 1.0 / sqrt(16.0) };
+  size_t nk = 0;
+  for(; fly_kernel_types[nk]; nk++){
+    const fly_kernel_type *kt = fly_kernel_types[nk];
+    ttgt t = c->t;
+    fly_target tg = { &t, P, t_logp, t_accept };
+    fly_kernel_cfg kc = { P, c->L, kt->default_step(P, 0), 0, n1 + n2 };
+    void *a = fly_alloc_array(1, kt->state_size), *b = fly_alloc_array(1, kt->state_size);
+    unsigned char buf[1024];
+    fly_rng rng, rng_s;
+    double th[PMAX], lp, th_s[PMAX], lp_s;
+    size_t len = 0;
+    int acc, ok = a && b;
+
+    TAP_OK(fly_kernel_type_find(kt->name) == kt, "%s: found by its name", kt->name);
+    TAP_OK(nk >= 4 || kt->default_step(P, 0) == want[nk], "%s: default step %g",
+           kt->name, kt->default_step(P, 0));
+    fly_rng_seed(&rng, seed + nk, 0);
+    memcpy(th, c->th0, P * sizeof *th);
+    t_logp(&t, th, &lp, NULL, NULL);
+    t_accept(&t);
+    ok = ok && kt->init(a, &kc, NULL) == FLY_OK && kt->init(b, &kc, NULL) == FLY_OK;
+    for(size_t it = 0; ok && it < n1 + n2; it++){
+      if( it == n1 ){
+        len = kt->ckpt_size(a);
+        ok = len <= sizeof buf;
+        if( ok ) kt->ckpt_save(a, buf);
+        rng_s = rng;
+        memcpy(th_s, th, P * sizeof *th);
+        lp_s = lp;
+      }
+      ok = ok && kt->step(a, &tg, &rng, th, &lp, it < n1 + n2 / 2, &acc, NULL) == FLY_OK;
+    }
+    ok = ok && kt->ckpt_load(b, buf, len, NULL) == FLY_OK;
+    for(size_t it = n1; ok && it < n1 + n2; it++)
+      ok = kt->step(b, &tg, &rng_s, th_s, &lp_s, it < n1 + n2 / 2, &acc, NULL) == FLY_OK;
+    TAP_OK(ok && memcmp(th, th_s, P * sizeof *th) == 0 && lp == lp_s &&
+           kt->eps(a, 0) == kt->eps(b, 0),
+           "%s: a checkpoint through the table continues bit-identically", kt->name);
+    TAP_OK(ok && kt->ckpt_load(b, buf, len + 1, NULL) == FLY_CORRUPT,
+           "%s: a checkpoint of the wrong length is refused", kt->name);
+    if( a ) kt->free(a);
+    if( b ) kt->free(b);
+    fly_free(a);
+    fly_free(b);
+  }
+  TAP_OK(nk == 4 && fly_kernel_type_find("nuts") == NULL &&
+         fly_kernel_hmc.default_step(P, 4) == 0.5,
+         "4 kernels listed; an unknown name is not found; hmc's step follows n_leap");
+}
+
 int main(void)
 {
   const char *lvl = getenv("FLYDB_TEST_LEVEL");
@@ -730,5 +793,6 @@ int main(void)
     }
   }
   test_misuse();
+  test_tables(&c5, seed + 500);
   return tap_done();
 }
