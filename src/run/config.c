@@ -46,20 +46,6 @@ int64_t fly_run_default_cache_mb(int64_t chains)
   return mb < 256 ? 256 : (int64_t)mb;
 }
 
-/* The kernel's starting step for the warm-up adaptation, in the units it
- * uses (with Laplace preconditioning: posterior sds). */
-static double default_step(fly_kernel k, size_t P, int64_t n_leap, int isotropic)
-{
-  double d = (double)P, e;
-  switch( k ){
-  case FLY_K_MALA:  e = 1.65 * pow(d, -1.0 / 6); break;   /* Roberts & Rosenthal */
-  case FLY_K_SLICE: e = 2.0; break;                        /* ~2 sds */
-  case FLY_K_HMC:   e = 1.0 / sqrt((double)n_leap); break;
-  default:          e = 2.38 / sqrt(d); break;              /* Gelman et al. */
-  }
-  return isotropic ? e * 0.01 : e;
-}
-
 fly_rc fly_run_cfg_resolve(fly_run_cfg *c, fly_err *err)
 {
 #define NEED(cond, ...) do{ if( !(cond) ) return fly_fail(err, FLY_MISUSE, __VA_ARGS__); }while(0)
@@ -126,8 +112,9 @@ fly_rc fly_run_cfg_fit(fly_run_cfg *c, const fly_model *m, fly_err *err)
     return fly_fail(err, FLY_MISUSE, "--sketch on is for --z gibbs; this run is %s",
                     fly_zmode_name(c->z));
   c->sketch = c->sketch != 0 && fits;
-  if( c->step <= 0 )
-    c->step = default_step(c->kernel, m->type->n_params(m), c->leapfrog, c->isotropic);
+  if( c->step <= 0 )   /* the kernel's start for the warm-up adaptation */
+    c->step = fly_kernel_default_step(c->kernel, m->type->n_params(m), (size_t)c->leapfrog,
+                                      c->isotropic);
   return FLY_OK;
 }
 
