@@ -123,3 +123,18 @@ void fly_args_usage(const fly_args *a, const char *cmd, const char *synopsis)
     fprintf(stderr, "  %-22s %s\n", lhs, o->help);
   }
 }
+
+int fly_report(fly_rc rc, const fly_err *err)
+{
+  if( rc == FLY_OK ) return 0;
+  fprintf(stderr, "flydb: %s\n", err && err->msg[0] ? err->msg : fly_rc_str(rc));
+  return 1;
+}
+
+int fly_usage_error(const fly_args *a, const char *cmd, const char *synopsis,
+                    const fly_err *err)
+{
+  fprintf(stderr, "flydb %s: %s\n", cmd, err->msg);
+  fly_args_usage(a, cmd, synopsis);
+  return 2;
+}

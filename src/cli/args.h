@@ -53,4 +53,11 @@ fly_rc fly_args_real(fly_args *a, const char *name, double def, double lo,
 /* Print "  --name VALUE   help" lines. */
 void   fly_args_usage(const fly_args *a, const char *cmd, const char *synopsis);
 
+/* Print "flydb: <message>" and return the exit code for rc (0 for FLY_OK,
+ * 2 for FLY_MISUSE raised by argument checks is the caller's business). */
+int fly_report(fly_rc rc, const fly_err *err);
+/* Print the usage error and the usage text; return 2. */
+int fly_usage_error(const fly_args *a, const char *cmd, const char *synopsis,
+                    const fly_err *err);
+
 #endif

@@ -34,11 +34,4 @@ fly_rc fly_summary_print(struct fly_db *db, int64_t run_id, fly_format fmt,
  * output of `flydb --version`). */
 void fly_cli_version(FILE *f);
 
-/* Print "flydb: <message>" and return the exit code for rc (0 for FLY_OK,
- * 2 for FLY_MISUSE raised by argument checks is the caller's business). */
-int fly_report(fly_rc rc, const fly_err *err);
-/* Print the usage error and the usage text; return 2. */
-int fly_usage_error(const fly_args *a, const char *cmd, const char *synopsis,
-                    const fly_err *err);
-
 #endif

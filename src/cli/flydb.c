@@ -30,21 +30,6 @@ static const subcmd cmds[] = {
   { NULL, NULL, NULL },
 };
 
-int fly_report(fly_rc rc, const fly_err *err)
-{
-  if( rc == FLY_OK ) return 0;
-  fprintf(stderr, "flydb: %s\n", err && err->msg[0] ? err->msg : fly_rc_str(rc));
-  return 1;
-}
-
-int fly_usage_error(const fly_args *a, const char *cmd, const char *synopsis,
-                    const fly_err *err)
-{
-  fprintf(stderr, "flydb %s: %s\n", cmd, err->msg);
-  fly_args_usage(a, cmd, synopsis);
-  return 2;
-}
-
 static void usage(FILE *f)
 {
   fprintf(f, "flydb %s -- exact Bayesian MCMC (Firefly Monte Carlo) for tall data\n\n"

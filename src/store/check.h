@@ -65,4 +65,10 @@ int fly_check_same(double a, double b);
 /* "a" or "a..b" into buf (n bytes); returns buf. */
 const char *fly_check_span(char *buf, size_t n, int64_t a, int64_t b);
 
+/* SQLite's own check: PRAGMA integrity_check (quick_check when ck->quick)
+ * and PRAGMA foreign_key_check, each problem reported through ck in scope
+ * "SQLite".  The identity (application_id, a known user_version) was
+ * checked by fly_db_open, which refuses the file. */
+void   fly_db_check(fly_db *db, fly_checker *ck);
+
 #endif

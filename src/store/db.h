@@ -69,8 +69,6 @@ fly_rc fly_db_wal(fly_db *db, fly_err *err);
 
 /* ---- integrity check ------------------------------------------------ */
 
-struct fly_checker;
-
 /* Start a check: PRAGMA query_only on (nothing is ever written through
  * db afterwards) and a read transaction, so every checker sees one
  * snapshot (a run committing meanwhile cannot make its draws look ahead of
@@ -78,10 +76,5 @@ struct fly_checker;
 fly_rc fly_db_check_begin(fly_db *db, fly_err *err);
 void   fly_db_check_end(fly_db *db);
 
-/* SQLite's own check: PRAGMA integrity_check (quick_check when ck->quick)
- * and PRAGMA foreign_key_check, each problem reported through ck in scope
- * "SQLite".  The identity (application_id, a known user_version) was
- * checked by fly_db_open, which refuses the file. */
-void   fly_db_check(fly_db *db, struct fly_checker *ck);
 
 #endif
