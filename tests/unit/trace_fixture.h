@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "store/db.h"
 #include "store/trace.h"
@@ -81,6 +82,17 @@ done:
     if( err.code ){ TAP_DIAG("%s", err.msg); return 0; }
   }
   return 1;
+}
+
+/* Remove the database at path with its WAL and shared-memory files. */
+static inline void fx_unlink_db(const char *path)
+{
+  char side[300];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  unlink(side);
 }
 
 #endif

@@ -171,11 +171,6 @@ int main(void)
   fly_trace_reader_close(tr);
   fly_db_close(db);
   rmdir(dir);
-  unlink(path);
-  char side[300];
-  snprintf(side, sizeof side, "%s-wal", path);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path);
-  unlink(side);
+  fx_unlink_db(path);
   return tap_done();
 }

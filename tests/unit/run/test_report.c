@@ -140,11 +140,6 @@ int main(void)
   }
   fly_report_free(NULL);
   fly_db_close(db);
-  unlink(path);
-  char side[300];
-  snprintf(side, sizeof side, "%s-wal", path);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path);
-  unlink(side);
+  fx_unlink_db(path);
   return tap_done();
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "trace_fixture.h"
 #include "util/mem.h"
 
 #define C 2
@@ -277,11 +278,6 @@ int main(void)
     test_check(db);
   }
   fly_db_close(db);
-  unlink(path);
-  char side[300];
-  snprintf(side, sizeof side, "%s-wal", path);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path);
-  unlink(side);
+  fx_unlink_db(path);
   return tap_done();
 }
