@@ -61,8 +61,13 @@ sed "s|^prefix=.*|prefix=$R$prefix|" "$pc" >"$T/pc/flydb.pc"
 flags=$(PKG_CONFIG_PATH=$T/pc pkg-config --cflags --libs flydb) ||
   fail "pkg-config --cflags --libs flydb failed on the installed flydb.pc"
 prog=$E2E/../api/api_walkthrough.c
+# A library built with sanitizers (build-san) needs their runtime first in
+# the program that loads it: build the program with the same sanitizers.
+san=()
+so=$(find "$R" -name 'libflydb.so.0' | head -n 1)
+if [ -n "$so" ] && ldd "$so" | grep -q libasan; then san=(-fsanitize=address,undefined); fi
 # shellcheck disable=SC2086  # flags are words
-${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -o "$T/walk" "$prog" $flags -lm ||
+${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L "${san[@]}" -o "$T/walk" "$prog" $flags -lm ||
   fail "compiling $prog against the installed library failed (flags: $flags)"
 LD_LIBRARY_PATH=$(under "$(opt libdir)") "$T/walk" "$E2E/../../datasets/toy/logistic.csv" \
   "$T/walk.db" >"$T/walk.out" || { cat "$T/walk.out" >&2; fail "$prog, linked with the installed library, failed"; }
