@@ -2,8 +2,8 @@
 -- block of 64 parameters, and `draw` becomes a view that unpacks them.
 --
 -- Why: the long table took one B-tree insert per parameter per iteration,
--- 2-4 us each, so writing the trace cost more than a FlyMC iteration
--- (docs/archive/benchmarks.md, "Writing draws").  A block row holds parameters
+-- and an insert costs about as much as a FlyMC iteration, so writing the
+-- trace cost more than sampling it.  A block row holds parameters
 -- 64 blk .. 64 blk + 63 of one iteration in columns v0..v63 (NULL past the
 -- last parameter): one insert per iteration for up to 64 parameters.  The
 -- values stay SQLite REALs, so the views below are plain SQL, exact, and

@@ -1,11 +1,10 @@
 -- flydb schema, version 4: the per-iteration diagnostics move into the
 -- draw_block row of blk = 0, and `iteration` becomes a view.
 --
--- Why: after version 3 each kept iteration still cost two B-tree inserts,
--- the draw block and the `iteration` row; the second was a third of the
--- time spent writing the trace (docs/archive/benchmarks.md, "Writing
--- draws").  Now an iteration of up to 64 parameters is one insert.  The view `iteration`
--- has the columns and meaning of the table of versions 1-3: one row per
+-- Why: with version 3 each kept iteration still cost two B-tree inserts,
+-- the draw block and the `iteration` row.  From version 4 an iteration of
+-- up to 64 parameters is one insert.  The view `iteration` has the
+-- columns and meaning of the table of versions 1-3: one row per
 -- stored iteration, n_bright, n_lik_evals, n_reads and accepted never NULL.
 -- Writers and deleters use draw_block; readers may use either.
 --

@@ -34,12 +34,11 @@
  *
  * Random numbers.  An embedded xoshiro256++ (Blackman & Vigna) seeded by
  * splitmix64; normals by the Marsaglia polar method with the second variate
- * cached.  The project RNG (src/util/rng.c) was not written when this tool
- * was, and keeping a private copy means the bytes a seed produces never change
- * when the sampler's RNG is tuned.  Same arguments => identical bytes (on a
+ * cached.  A private copy rather than the project RNG (src/util/rng.c), so
+ * the bytes a seed produces never change when the sampler's RNG is tuned.  Same arguments => identical bytes (on a
  * given libm: the polar method and the gamma sampler call log/sqrt/exp).
  *
- * Number formatting.  snprintf("%.*g") costs ~100 ns a number; here a value
+ * Number formatting.  snprintf("%.*g") would dominate the run; here a value
  * |v| in [1e-5, 10^P) is scaled by an exact power of ten, rounded to a
  * P-digit integer (the rounding residual is made exact with fma, so the
  * digits are the correctly rounded ones except in exact-tie cases), and

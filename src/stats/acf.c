@@ -36,8 +36,8 @@
 #include "stats/stats_int.h"
 
 /* Cost of an FFT (per complex point and stage) relative to a direct
- * multiply-add, fitted to the measured crossover of FFTW's transforms: 20-50
- * lags for 2-8 half-chains of 5 10^3 - 2 10^5 draws. */
+ * multiply-add, fitted to where FFTW's transforms overtake the direct sums
+ * for the shapes summaries see: 2-8 half-chains of 5 10^3 - 2 10^5 draws. */
 #define FFT_COST 2.5
 
 #define LAGS 8              /* lags a sweep computes (vectorises over lags) */

@@ -10,13 +10,12 @@
  * median gives the folded draws sorted, hence mad and the tail normal
  * scores.  So per parameter: one O(N) radix sort, O(N) passes, and four
  * ESS evaluations (bulk, basic, two tail indicators) that each cost O(N)
- * per autocovariance lag Geyer's truncation needs, capped by an FFT.  With
- * the rank scores cached in the workspace, 4 chains x 10^5 draws took
- * 23-30 ms CPU for a well-mixing parameter and 40-60 ms for an AR(0.99)
- * one, measured on a shared 2-core VM under a load of 5 (so roughly half
- * that on an idle core); test_stats prints the time.  Parameters are
- * independent: a caller may summarise them in parallel, one workspace per
- * thread.
+ * per autocovariance lag Geyer's truncation needs, capped by an FFT; a
+ * slowly mixing parameter needs more lags than a well-mixing one.  The rank
+ * scores are cached in the workspace, so only the first parameter of a run
+ * pays for them.  test_stats prints the time of 4 chains x 10^5 draws.
+ * Parameters are independent: a caller may summarise them in parallel, one
+ * workspace per thread.
  */
 #include <math.h>
 

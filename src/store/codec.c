@@ -28,12 +28,12 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* The shared libxxhash is built for baseline x86-64 (SSE2: ~14 GB/s).  On
- * x86-64 with GCC or clang a second, inlined copy of XXH3 is compiled for
- * AVX2 (~40 GB/s) and chosen at run time when the CPU and OS support it;
- * XXH3 gives the same value whatever the vector width, and test_codec
- * checks the two against each other.  Cold page reads spend about a third
- * of their time checksumming, so this is worth its few lines. */
+/* The shared libxxhash is built for baseline x86-64 (SSE2).  On x86-64
+ * with GCC or clang a second, inlined copy of XXH3 is compiled for AVX2,
+ * which hashes several times faster, and chosen at run time when the CPU
+ * and OS support it; XXH3 gives the same value whatever the vector width,
+ * and test_codec checks the two against each other.  Every cold page read
+ * checksums its whole payload, so this is worth its few lines. */
 static uint64_t xxh3_lib(const void *p, size_t n)
 {
   return (uint64_t)XXH3_64bits(p, n);
@@ -70,9 +70,8 @@ static uint64_t xxh3_avx2(const void *p, size_t n)
 /* LZ4 is kept only when it saves at least raw/2^MIN_SAVING_SHIFT bytes.  A
  * raw page is verified and decoded at memcpy speed; a page that LZ4 shrinks
  * by a few percent (random mantissas: typical real-valued features) would
- * cost an LZ4 pass on every read for almost no space (bench_rows: 1e6 x 21
- * normal features shrink by 6.5%, and LZ4 decode was a third of a cold
- * random read). */
+ * cost an LZ4 pass on every read, a large share of a cold random read, for
+ * almost no space. */
 #define MIN_SAVING_SHIFT 3
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4,

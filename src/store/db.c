@@ -210,11 +210,11 @@ static fly_rc check_identity(fly_db *db, fly_err *err)
   return FLY_OK;
 }
 
-/* How much of the file SQLite may memory-map.  Mapped random reads are
- * 2.6x faster than read() while the file is in the OS page cache, but about
- * 2x slower once it is not (first-touch faults;
- * docs/archive/benchmarks.md), so a file is mapped only if it fits in a
- * quarter of physical memory.
+/* How much of the file SQLite may memory-map.  Mapped random reads beat
+ * read() while the file is in the OS page cache, but lose once it is not:
+ * out of core nearly every page is touched once, and a first-touch fault
+ * costs more than a copy (docs/performance.md §8).  So a file is mapped
+ * only if it fits in a quarter of physical memory.
  * FLYDB_MMAP=on|off overrides. */
 static long long mmap_bytes(const char *path)
 {

@@ -19,7 +19,8 @@
 
 /* SQLite page size of a new file.  A random row read fetches one SQLite
  * page, so pages are small; 16 KiB still holds 16 rows of 127 f64 values
- * without overflow pages.  Files made before keep their 64 KiB. */
+ * without overflow pages.  An existing file keeps the page size it was
+ * made with (64 KiB for files from older flydb). */
 #define FLY_DB_NEW_PAGE_BYTES 16384
 
 typedef struct fly_db fly_db;
@@ -58,8 +59,9 @@ fly_rc fly_db_commit(fly_db *db, fly_err *err);
 void   fly_db_rollback(fly_db *db);
 
 /* A read transaction around a scan, when none is open: outside one, every
- * page fetch takes and drops SQLite's read lock (~10-15 us each).  Returns
- * whether it began one; pass that to fly_db_read_end, which commits it.
+ * page fetch takes and drops SQLite's read lock (system calls each time).
+ * Returns whether it began one; pass that to fly_db_read_end, which
+ * commits it.
  * Both use statements prepared at open, so they allocate nothing. */
 int    fly_db_read_begin(fly_db *db);
 void   fly_db_read_end(fly_db *db, int began);

@@ -25,10 +25,10 @@
  * other processes (rollback journal) or stop the WAL from ever being reset
  * while a run writes its draws.  A call that is served from the cache never
  * touches SQLite.  If the handle is expired by a write (SQLITE_ABORT) it is
- * reopened once.  Taking and dropping the read lock costs ~10-15 us a call
- * (fcntl/stat round trips; ~1 us inside a transaction), so a caller that
- * scans page by page should hold a read transaction (BEGIN ... COMMIT)
- * around the scan.
+ * reopened once.  Taking and dropping the read lock costs fcntl/stat round
+ * trips at every call, far more than a fetch inside a transaction, so a
+ * caller that scans page by page should hold a read transaction
+ * (BEGIN ... COMMIT) around the scan.
  *
  * Cache: n_slots = cache_bytes / page bytes (at least 2, at most n_pages)
  * slots of page_rows*width doubles, all allocated at open.  slot_of[k] is
@@ -49,8 +49,8 @@
  * ring of the last n_slots such pages (slot_of[k] = GHOST).  A second miss
  * on a remembered page caches it.  Out of core most pages a random batch
  * touches are never asked for again: decoding all page_rows rows into a
- * cold slot for a few of them cost more than the read (2 of 14 us at 10^8
- * rows), and it evicted pages that are asked for again.
+ * cold slot for a few of them would add to the cost of the read, and
+ * would evict pages that are asked for again.
  *
  * Check: fly_pages_check scans every page of a table without a handle,
  * judging each map entry and checksum with the same code as open and
@@ -344,8 +344,8 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
     goto done;
   }
   /* Slots fill in order, each a fresh page of memory: on 4 KiB pages a
-   * 62 KB slot costs 16 page faults (about 100 us on a VM), more than the
-   * fetch itself; a 2 MiB page serves 32 such slots with one fault. */
+   * 62 KB slot costs 16 page faults, more than the fetch itself; a 2 MiB
+   * page serves 32 such slots with one fault. */
   fly_mem_random_access(p->vals, n_slots * page_bytes);
   /* the page map is looked up at random rows by every thinned z step */
   fly_mem_random_access(p->slot_of, (size_t)p->info.n_pages * sizeof *p->slot_of);

@@ -9,10 +9,9 @@
  * and `iteration` unpack them into the rows readers see.  Cost per kept
  * iteration: ceil(P/64) inserts, appended in key order, through one
  * prepared statement whose run and chain are bound once, inside one
- * transaction per batch.  The long table of version 2 took one insert per
- * parameter, 2-4 us each, more than a FlyMC iteration, and version 3 one
- * more insert for the diagnostics (docs/archive/benchmarks.md, "Writing
- * draws").
+ * transaction per batch.  A B-tree insert costs about as much as a FlyMC
+ * iteration, so an iteration of up to 64 parameters, diagnostics
+ * included, is one insert, not one per parameter.
  *
  * Readers scan draw_block in key order (run, chain, iter, blk): the draws of
  * a parameter range of one chain, or whole iterations for a streaming

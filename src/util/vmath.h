@@ -3,13 +3,14 @@
  * through glibc's libmvec where the build found it (x86-64).
  *
  * A FlyMC theta step evaluates log sigma and log Ltilde for each bright row:
- * four libm calls a row, more than half of the step at D = 51.  libmvec
- * evaluates 4 lanes at once (AVX2; 2 with SSE2 on older CPUs, chosen when
- * the program loads) to within 4 ulp, about 3x faster.  Results may differ
- * from the scalar libm functions in the last bits, and between CPUs; every
- * caller of a model's eval uses these same functions, so bounds, moments and
- * gaps stay consistent (eps in the bounds is ~4500 ulp).  Without libmvec
- * the same loops call scalar libm.
+ * four libm calls a row, the larger part of the step at moderate D.
+ * libmvec evaluates 4 lanes at once (AVX2; 2 with SSE2 on older CPUs,
+ * chosen when the program loads) to within 4 ulp, several times faster
+ * than scalar libm.  Results may differ from the scalar libm functions in
+ * the last bits, and between CPUs; every caller of a model's eval uses
+ * these same functions, so bounds, moments and gaps stay consistent (eps
+ * in the bounds is ~4500 ulp).  Without libmvec the same loops call scalar
+ * libm.
  *
  * A value's result does not depend on its position in the array or on n
  * (every element goes through the same vector code), so one row evaluated
