@@ -51,7 +51,8 @@
 
 int fly_sketch_fits(const fly_model *m)
 {
-  return m->D > 0 && (m->type->n_params(m) == m->D || m->type->dirs);
+  const fly_model_thin *t = m->type->thin;
+  return m->D > 0 && t && (m->type->n_params(m) == m->D || t->dirs);
 }
 
 /* The smallest code c in [lo, 254] with step[c] >= v, or NONE.  frexp
@@ -163,7 +164,7 @@ static fly_rc init_common(const fly_pages_info *in, const fly_model *m,
                     "%zu-value rows", m->type->name, D, in->width);
   s->N = in->n_rows;
   s->D = D;
-  s->nd = m->type->dirs ? m->K : 1;
+  s->nd = m->type->thin->dirs ? m->K : 1;
   s->k = D < FLY_SKETCH_DIMS ? D : FLY_SKETCH_DIMS;
   s->page_rows = in->page_rows;
   s->n_pages = in->n_pages;
@@ -298,7 +299,7 @@ void fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
                      const double *th_map, fly_sketch_at *at)
 {
   const size_t D = s->D;
-  if( m->type->dirs ) m->type->dirs(m, th, th_map, at->d);
+  if( m->type->thin->dirs ) m->type->thin->dirs(m, th, th_map, at->d);
   else for(size_t j = 0; j < D; j++) at->d[j] = th[j] - th_map[j];
   for(size_t q = 0; q < at->nd; q++){
     double *w = at->w + q * D, a = 0, a2 = 0, p = 0;
