@@ -368,7 +368,7 @@ static void kernel_invalidate(fly_chain *c)
 
 /* The z step of the current mode, then the log density of the new state.
  * Its reads share one read transaction: each page fetch outside a
- * transaction would open and close its own (about 10 us each).  The
+ * transaction would open and close its own (two fcntl calls each).  The
  * statements are prepared once (sqlite3_exec would compile and allocate
  * them at every step). */
 static fly_rc zstep(fly_chain *c, fly_err *err)

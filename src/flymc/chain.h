@@ -104,7 +104,7 @@ void   fly_chain_close(fly_chain *c);                 /* NULL: no-op */
 
 /* The chain reads its pages in one read transaction that stays open
  * between iterations (fly_pages_hold), which saves two fcntl calls and a
- * BLOB statement at every z step (5-10% of an iteration at 10^8 rows).
+ * BLOB statement at every z step.
  * Release it often, and before another connection commits (the draws), so
  * the WAL can be checkpointed; the next read opens a fresh one. */
 void   fly_chain_release(fly_chain *c);

@@ -21,10 +21,11 @@
  * and E ||w|| is typically 30% below (s/2) sum |w_j|.
  *
  * Why 5 bits in 15 bytes, not 4 in 13: with |x'd| known exactly the
- * models' bound keeps about as many candidates as turn bright; 4-bit codes
- * kept twice that, every extra one a random page fetch
- * (docs/archive/benchmarks.md, "What the thinning still wastes").  Error
- * code and scale share the two bytes the 21 coordinates leave.
+ * models' bound keeps about as many candidates as turn bright, and every
+ * bit less a coordinate widens rho and keeps more, each extra candidate a
+ * random page fetch (the comparison: docs/archive/benchmarks.md, "What
+ * the thinning still wastes").  Error code and scale share the two bytes
+ * the 21 coordinates leave.
  *
  * Any invertible L makes x'd = (L^-1 x)'(L'd) exact; the bound set's
  * Cholesky factor of key_prec (the thinning metric: the Laplace precision
@@ -92,9 +93,9 @@ static void no_sketch(uint8_t *out)
   out[14] = NONE;
 }
 
-/* A row's code.  Written for speed (at 10^8 rows it was half of the
- * start-up): independent partial maxima and sums instead of one dependent
- * chain.  The partial sums round differently from one running sum; E is
+/* A row's code.  It runs for every row when the index is built, a large
+ * part of start-up out of core, so it is written for speed: independent
+ * partial maxima and sums instead of one dependent chain.  The partial sums round differently from one running sum; E is
  * rounded up to a code and the models' KAPPA margin absorbs the rest (see
  * the file comment). */
 static void encode(const fly_sketch *s, const double *y, uint8_t *out)
