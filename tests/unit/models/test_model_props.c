@@ -73,6 +73,8 @@
  * probes and the thinning-bound loops.
  */
 #include "models/model.h"
+#include "flymc/buckets.h"
+#include "flymc/sketch.h"
 
 #include <float.h>
 #include <math.h>
@@ -1450,6 +1452,30 @@ static void softmax_only(void)
   }
 }
 
+/* A model without a thinning table (model.h: fly_model_thin NULL): no
+ * sketch fits it and the bucket index, which the gibbs mode needs, refuses
+ * it with FLY_MISUSE rather than reading a member it lacks. */
+static void no_thin(void)
+{
+  fly_model_type bare = fly_model_logistic;
+  bare.thin = NULL;
+  fly_model m = mk(case_of(&fly_model_logistic), 4);
+  m.type = &bare;
+  fly_pages_info in;
+  fly_buckets b;
+  fly_err err;
+  memset(&in, 0, sizeof in);
+  in.n_rows = 10;
+  in.width = 2;
+  in.page_rows = 10;
+  in.n_pages = 1;
+  fly_rc rc = fly_buckets_init(&in, &m, 0, 1, &b, &err);
+  fly_buckets_free(&b);
+  TAP_OK(!fly_sketch_fits(&m) && rc == FLY_MISUSE && strstr(err.msg, "thinning"),
+         "a model without a thinning table: no sketch, the bucket index refuses it (%s)",
+         err.msg);
+}
+
 int main(void)
 {
   for( size_t ci = 0; ci < N_CASES; ci++ ){
@@ -1479,6 +1505,7 @@ int main(void)
         fly_p_bright(0) == 0 && fly_p_bright(-1) == 0 &&
         fabs(fly_p_bright(1) - 0.63212055882855767840) < 1e-16,
         "p_bright at 1e-300, 800, 0, -1, 1");
+  no_thin();
   if( tables_declared(&fly_model_logistic) ) logistic_only();
   if( tables_declared(&fly_model_robust) ) robust_only();
   if( tables_declared(&fly_model_softmax) ) softmax_only();
