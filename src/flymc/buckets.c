@@ -116,11 +116,15 @@ static int cmp_u32(const void *a, const void *b)
 fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tail,
                         int64_t unit, fly_buckets *b, fly_err *err)
 {
-  /* xi only sharpens the bound of a model with gap_upper_box; without it
+  /* xi only sharpens the bound of a model with a box table; without it
    * the buckets are split by key alone. */
-  size_t key_col = m->type->n_xi(m), xi_col = m->type->gap_upper_box ? 0 : NO_XI;
+  const fly_model_thin *t = m->type->thin;
+  size_t key_col = m->type->n_xi(m), xi_col = t && t->box ? 0 : NO_XI;
   struct fly_buckets_plan *p;
   memset(b, 0, sizeof *b);
+  if( !t )
+    return fly_fail(err, FLY_MISUSE, "model %s has no thinning bound to bucket "
+                    "rows by", m->type->name);
   if( in->n_rows > (int64_t)UINT32_MAX )
     return fly_fail(err, FLY_RANGE, "%lld rows: the bucket index holds row ids "
                     "as 32 bits", (long long)in->n_rows);
@@ -419,14 +423,15 @@ fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *co
       }
     }
   }
-  if( b->xi_lo && m->type->box_prep ){
-    b->nbox = m->type->n_box(m);
+  const fly_model_box *box = m->type->thin->box;
+  if( b->xi_lo && box ){
+    b->nbox = box->n(m);
     if( b->nbox > FLY_BOX_MAX )
       return fly_fail(err, FLY_MISUSE, "%zu box constants, at most %d", b->nbox, FLY_BOX_MAX);
     if( !(b->box = fly_alloc_array(b->nb, b->nbox * sizeof *b->box)) )
       return fly_fail(err, FLY_NOMEM, "box bounds of %zu buckets", b->nb);
     for(size_t i = 0; i < b->nb; i++)
-      m->type->box_prep(m, b->xi_lo[i], b->xi_hi[i], b->key[i], b->box + i * b->nbox);
+      box->prep(m, b->xi_lo[i], b->xi_hi[i], b->key[i], b->box + i * b->nbox);
   }
   plan_free(b);
   return FLY_OK;
@@ -452,13 +457,14 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, double r)
 {
-  double u = m->type->gap_upper(m, b->key[i], r);
+  const fly_model_thin *t = m->type->thin;
+  double u = t->upper(m, b->key[i], r);
   /* The box bound costs a few transcendentals: only worth it where the
    * plain bound expects at least CAND_MIN candidates in the bucket. */
   double n = (double)(b->start[i + 1] - b->start[i]);
-  if( b->xi_lo && m->type->gap_upper_box && n * u >= CAND_MIN ){
-    double v = b->box ? m->type->gap_upper_boxc(m, b->box + i * b->nbox, r)
-             : m->type->gap_upper_box(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
+  if( b->xi_lo && t->box && n * u >= CAND_MIN ){
+    double v = b->box ? t->box->upper_c(m, b->box + i * b->nbox, r)
+             : t->box->upper(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
     if( v < u ) u = v;                 /* both are bounds: the smaller one is */
   }
   return u;
@@ -468,8 +474,8 @@ double fly_buckets_row_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, const float *xi_row,
                              double rho)
 {
-  if( b->box && m->type->gap_upper_rhoc )
-    return m->type->gap_upper_rhoc(m, b->box + i * b->nbox, rho);
+  if( b->box )                         /* set only with a box table */
+    return m->type->thin->box->upper_rho(m, b->box + i * b->nbox, rho);
   return fly_model_gap_upper_rho(m, xi_row, rho);
 }
 

@@ -39,7 +39,7 @@ typedef struct fly_buckets {
   double   *xi_lo;   /* nb: smallest |xi| of each bucket, or NULL (keys only) */
   double   *xi_hi;   /* nb: largest |xi| (+inf if some |xi| is not finite) */
   size_t    nbox;    /* the model's n_box, or 0 */
-  double   *box;     /* nb * nbox: each bucket's box_prep constants, or NULL */
+  double   *box;     /* nb * nbox: each bucket's box->prep constants, or NULL */
   size_t    nxi;     /* bound parameters a row: the model's n_xi */
   size_t    tail;    /* caller's bytes a record, after the xi */
   size_t    stride;  /* bytes a record: 4 + 4 nxi + tail */
@@ -75,7 +75,7 @@ static inline void fly_buckets_prefetch(const fly_buckets *b, int64_t pos)
 
 /* Read every row's key and xi (bound row layout of tune.h: the model's
  * n_xi values, then the key) by a sequential scan of the bound pages, keep
- * the xi, and group the rows; when the model has gap_upper_box the buckets
+ * the xi, and group the rows; when the model has a box table the buckets
  * are split by |xi| (the first value) too.  One thread, records without
  * tails.  FLY_NUMERIC if a key is negative or not finite (bounds not
  * MAP-tuned).  fly_buckets_build frees b on failure. */
@@ -110,18 +110,18 @@ fly_rc fly_buckets_place(fly_pages *bnd, fly_buckets *b, fly_buckets_ws *ws,
                          int64_t chunk, const uint8_t *tails, fly_err *err);
 fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *const *ws,
                           size_t n_ws, fly_err *err);
-/* The build keeps each bucket's box_prep constants when the model has them,
+/* The build keeps each bucket's box->prep constants when the model has them,
  * so a refresh's box bounds cost the r-dependent part only. */
 
 /* An upper bound on gap_n(th) for every row n of bucket i, where r is
- * type->radius(th, theta_map, key_prec): type->gap_upper(key_i, r), or the
- * smaller type->gap_upper_box over the bucket's xi range when both exist.
+ * thin->radius(th, theta_map, key_prec): thin->upper(key_i, r), or the
+ * smaller thin->box->upper over the bucket's xi range when both exist.
  * The chain thins with 1 - exp(-this). */
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, double r);
 /* An upper bound on gap_n(th) for row n (bound parameters xi_row) of
  * bucket i, given rho >= |x_n'(th - th_map)| (flymc/sketch.h): the model's
- * gap_upper_rhoc on the bucket's box constants when it has one (a few
+ * box->upper_rho on the bucket's box constants when it has one (a few
  * flops and two transcendentals), else fly_model_gap_upper_rho. */
 double fly_buckets_row_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, const float *xi_row,

@@ -120,7 +120,7 @@ fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *gra
     fly_rc rc = fly_chain_ev_reserve(c, B, err);
     if( rc ) return rc;
     if( c->nc )
-      m->type->eval_coef(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
+      m->type->coef->eval(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
     else
       m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
     for(size_t i = 0; i < B; i++) c->br.gap_new[i] = c->logL[i] - c->logB[i];
@@ -135,7 +135,7 @@ fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *gra
         c->logB[i] = -wl;
       }
       if( c->nc )
-        m->type->grad_coef(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB,
+        m->type->coef->grad(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB,
                            grad, c->work);
       else
         m->type->grad(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, grad, c->work);
@@ -227,7 +227,7 @@ fly_rc fly_chain_open(const fly_chain_cfg *cfg, int chain_id, uint64_t seed,
   c->W = cfg->W;
   c->nxi = cfg->m->type->n_xi(cfg->m);
   c->bw = c->nxi + 1;
-  c->nc = cfg->m->type->coef ? cfg->m->type->n_coef(cfg->m) : 0;
+  c->nc = cfg->m->type->coef ? cfg->m->type->coef->n(cfg->m) : 0;
   c->kt = fly_kernel_type_of(cfg->kernel);
   c->zt = zstep_type_of(cfg->z);
   fly_rng_seed(&c->rng, seed, (uint64_t)chain_id);
@@ -368,7 +368,7 @@ static void kernel_invalidate(fly_chain *c)
 
 /* The z step of the current mode, then the log density of the new state.
  * Its reads share one read transaction: each page fetch outside a
- * transaction would open and close its own (about 10 us each).  The
+ * transaction would open and close its own (two fcntl calls each).  The
  * statements are prepared once (sqlite3_exec would compile and allocate
  * them at every step). */
 static fly_rc zstep(fly_chain *c, fly_err *err)
@@ -523,7 +523,7 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
       c->br.xi[i * c->nxi + j] = (float)c->cB[i * c->bw + j];
     c->br.gap[i] = c->cgap[i];
   }
-  if( c->nc ) c->m->type->coef(c->m, c->br.X, c->W, c->br.xi, B, c->br.coef);
+  if( c->nc ) c->m->type->coef->make(c->m, c->br.X, c->W, c->br.xi, B, c->br.coef);
 done:
   fly_free(rows);
   return rc;

@@ -104,7 +104,7 @@ void   fly_chain_close(fly_chain *c);                 /* NULL: no-op */
 
 /* The chain reads its pages in one read transaction that stays open
  * between iterations (fly_pages_hold), which saves two fcntl calls and a
- * BLOB statement at every z step (5-10% of an iteration at 10^8 rows).
+ * BLOB statement at every z step.
  * Release it often, and before another connection commits (the draws), so
  * the WAL can be checkpointed; the next read opens a fresh one. */
 void   fly_chain_release(fly_chain *c);
@@ -121,10 +121,10 @@ fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err);
 const double *fly_chain_theta(const fly_chain *c);
 /* What gibbs scans keep of every row, computed by the first scan: 0
  * nothing, 1 its bound coefficients, 2 also an f32 copy of the row for the
- * model's screen (model.h: scan_upper); kept when they fit half the cache
+ * model's screen (model.h: fly_model_coef.scan); kept when they fit half the cache
  * the data pages leave. */
 int           fly_chain_keeps_coef(const fly_chain *c);
-/* Dark rows of gibbs scans that the model's screen (model.h: scan_upper)
+/* Dark rows of gibbs scans that the model's screen (model.h: fly_model_coef.scan)
  * ruled out without evaluating their likelihood, and those it let through
  * to be evaluated, over all iterations. */
 void          fly_chain_screen_counts(const fly_chain *c, int64_t *ruled_out,

@@ -26,7 +26,7 @@
  * chain whose scans keep nothing has c->keep NULL. */
 typedef struct fly_zscan {
   double    *scoef;           /* every row's bound coefficients (N x nc), or NULL */
-  float     *sxn;             /* with a screen (model.h: scan_upper): every row's
+  float     *sxn;             /* with a screen (model.h: fly_model_coef.scan): every row's
                                  features' norm (N), or NULL */
   float     *sxf;             /* and every row in f32 (N x W) where it fits, or NULL */
   int        ready;           /* scoef (sxn, sxf) filled by a complete scan */

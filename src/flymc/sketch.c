@@ -21,10 +21,11 @@
  * and E ||w|| is typically 30% below (s/2) sum |w_j|.
  *
  * Why 5 bits in 15 bytes, not 4 in 13: with |x'd| known exactly the
- * models' bound keeps about as many candidates as turn bright; 4-bit codes
- * kept twice that, every extra one a random page fetch
- * (docs/archive/benchmarks.md, "What the thinning still wastes").  Error
- * code and scale share the two bytes the 21 coordinates leave.
+ * models' bound keeps about as many candidates as turn bright, and every
+ * bit less a coordinate widens rho and keeps more, each extra candidate a
+ * random page fetch (the comparison: docs/archive/benchmarks.md, "What
+ * the thinning still wastes").  Error code and scale share the two bytes
+ * the 21 coordinates leave.
  *
  * Any invertible L makes x'd = (L^-1 x)'(L'd) exact; the bound set's
  * Cholesky factor of key_prec (the thinning metric: the Laplace precision
@@ -51,7 +52,8 @@
 
 int fly_sketch_fits(const fly_model *m)
 {
-  return m->D > 0 && (m->type->n_params(m) == m->D || m->type->dirs);
+  const fly_model_thin *t = m->type->thin;
+  return m->D > 0 && t && (m->type->n_params(m) == m->D || t->dirs);
 }
 
 /* The smallest code c in [lo, 254] with step[c] >= v, or NONE.  frexp
@@ -91,9 +93,9 @@ static void no_sketch(uint8_t *out)
   out[14] = NONE;
 }
 
-/* A row's code.  Written for speed (at 10^8 rows it was half of the
- * start-up): independent partial maxima and sums instead of one dependent
- * chain.  The partial sums round differently from one running sum; E is
+/* A row's code.  It runs for every row when the index is built, a large
+ * part of start-up out of core, so it is written for speed: independent
+ * partial maxima and sums instead of one dependent chain.  The partial sums round differently from one running sum; E is
  * rounded up to a code and the models' KAPPA margin absorbs the rest (see
  * the file comment). */
 static void encode(const fly_sketch *s, const double *y, uint8_t *out)
@@ -163,7 +165,7 @@ static fly_rc init_common(const fly_pages_info *in, const fly_model *m,
                     "%zu-value rows", m->type->name, D, in->width);
   s->N = in->n_rows;
   s->D = D;
-  s->nd = m->type->dirs ? m->K : 1;
+  s->nd = m->type->thin->dirs ? m->K : 1;
   s->k = D < FLY_SKETCH_DIMS ? D : FLY_SKETCH_DIMS;
   s->page_rows = in->page_rows;
   s->n_pages = in->n_pages;
@@ -298,7 +300,7 @@ void fly_sketch_prep(const fly_sketch *s, const fly_model *m, const double *th,
                      const double *th_map, fly_sketch_at *at)
 {
   const size_t D = s->D;
-  if( m->type->dirs ) m->type->dirs(m, th, th_map, at->d);
+  if( m->type->thin->dirs ) m->type->thin->dirs(m, th, th_map, at->d);
   else for(size_t j = 0; j < D; j++) at->d[j] = th[j] - th_map[j];
   for(size_t q = 0; q < at->nd; q++){
     double *w = at->w + q * D, a = 0, a2 = 0, p = 0;

@@ -20,7 +20,7 @@
  * and only kept candidates are read: exact, because p_n <= p_hat.
  *
  * Softmax's bound sees th through K centred class rows d_k (model.h,
- * type->dirs) and needs sum_k (x'd_k)^2 <= rho^2: the same code gives one
+ * thin->dirs) and needs sum_k (x'd_k)^2 <= rho^2: the same code gives one
  * rho_k per d_k, and rho = sqrt(sum_k rho_k^2); the coordinates are those
  * of key_prec (D x D) for every model.
  *
@@ -45,7 +45,7 @@
 typedef struct fly_sketch {
   int64_t  N;
   size_t   D, k;            /* features; coordinates kept, min(D, 21) */
-  size_t   nd;              /* directions: 1, or K with type->dirs */
+  size_t   nd;              /* directions: 1, or K with thin->dirs */
   double  *L;               /* D x D row-major lower (the caller's, copied) */
   uint8_t *code;            /* slot i's code at code + i * stride (slot = row as filled) */
   size_t   stride;          /* FLY_SKETCH_BYTES for its own codes */
@@ -58,7 +58,7 @@ typedef struct fly_sketch {
 } fly_sketch;
 
 /* Whether the model can use a sketch (its parameters are one D-vector, or
- * it has type->dirs). */
+ * it has thin->dirs). */
 int    fly_sketch_fits(const fly_model *m);
 
 /* Sketch every row of the data pages (features: the first m->D values of
@@ -92,7 +92,7 @@ fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
                               fly_sketch *s, fly_err *err);
 
 /* th - th_map in the sketches' coordinates, once per z step: for each of
- * the nd directions d_k (th - th_map, or type->dirs) w_k = L'd_k. */
+ * the nd directions d_k (th - th_map, or thin->dirs) w_k = L'd_k. */
 typedef struct fly_sketch_at {
   size_t  nd;
   double *d;        /* nd x D: the directions */

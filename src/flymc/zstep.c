@@ -14,8 +14,8 @@
  *
  * The scan is exact Gibbs for every row dark at the start, page by page in
  * row order, one uniform a dark row.  Where a mode keeps every row's bound
- * coefficients and, for a model with a screen (model.h: scan_upper), an
- * f32 copy of every row (c->keep, filled by the first scan), later scans
+ * coefficients and, for a model with a screen (model.h:
+ * fly_model_coef.scan), an f32 copy of every row (c->keep, filled by the first scan), later scans
  * bound each row's p from the copy (a single-precision product, no
  * transcendental) and read and evaluate only rows whose u falls below the
  * bound.  Rows are evaluated one by one in scans of such models, so the
@@ -119,7 +119,7 @@ fly_rc fly_zstep_read(fly_chain *c, size_t k, int xi_known, fly_err *err)
 fly_rc fly_zstep_brighten(fly_chain *c, int64_t row, const double *x,
                           const float *xi, double gap, fly_err *err)
 {
-  if( c->nc ) c->m->type->coef(c->m, x, c->W, xi, 1, c->tcoef);
+  if( c->nc ) c->m->type->coef->make(c->m, x, c->W, xi, 1, c->tcoef);
   return fly_bright_add(&c->br, row, x, xi, c->nc ? c->tcoef : NULL, gap, err);
 }
 
@@ -158,7 +158,7 @@ static fly_rc scan_reserve(fly_chain *c, size_t n, fly_err *err)
   return FLY_OK;
 }
 
-/* Rows per call of the screen (model.h: scan_upper) in a screened scan. */
+/* Rows per call of the screen (model.h: fly_model_coef.scan) in a screened scan. */
 #define SCAN_BLOCK 1024
 
 /* Evaluate rows X[0..n) (with kept coefficients cf, or their xi in cxi)
@@ -168,10 +168,10 @@ static fly_rc scan_reserve(fly_chain *c, size_t n, fly_err *err)
 static void scan_eval(fly_chain *c, const double *X, const double *cf, size_t n)
 {
   const fly_model *m = c->m;
-  size_t step = m->type->scan_upper ? FLY_ROWWISE : n;
+  size_t step = m->type->coef && m->type->coef->scan ? FLY_ROWWISE : n;
   for(size_t o = 0; o < n; o += step){
     size_t k = n - o < step ? n - o : step;
-    if( cf ) m->type->eval_coef(m, c->th, X + o * c->W, c->W, cf + o * c->nc, k,
+    if( cf ) m->type->coef->eval(m, c->th, X + o * c->W, c->W, cf + o * c->nc, k,
                                 c->logL + o, c->logB + o, c->work);
     else     m->type->eval(m, c->th, X + o * c->W, c->W, c->cxi + o * c->nxi, k,
                            c->logL + o, c->logB + o, c->work);
@@ -201,11 +201,11 @@ static size_t screen_survivors(fly_chain *c, int64_t row0, size_t n)
 }
 
 /* A scan with every row's coefficients and f32 copy kept (model.h:
- * scan_upper): block by block, the screen bounds each row's p, every dark
- * row draws its u in row order as the page scan does, and only rows with
- * u < ub (about three times those that turn bright) are read and get
- * log L, log B and p, the same bits as the page scan's; the others would
- * fail u < p <= ub anyway.  Rows that turn bright read their xi from the
+ * fly_model_coef.scan): block by block, the screen bounds each row's p,
+ * every dark row draws its u in row order as the page scan does, and only
+ * rows with u < ub (about three times those that turn bright) are read and
+ * get log L, log B and p, the same bits as the page scan's; the others
+ * would fail u < p <= ub anyway.  Rows that turn bright read their xi from the
  * bound pages (the bucket index keeps them by position, not row). */
 static fly_rc scan_screened(fly_chain *c, fly_err *err)
 {
@@ -216,7 +216,7 @@ static fly_rc scan_screened(fly_chain *c, fly_err *err)
   if( rc ) return rc;
   for(int64_t b0 = 0; b0 < N; b0 += SCAN_BLOCK){
     size_t n = N - b0 < SCAN_BLOCK ? (size_t)(N - b0) : SCAN_BLOCK, nb = 0;
-    m->type->scan_upper(m, c->th, s->sxf + (size_t)b0 * c->W, c->W, s->sxn + b0,
+    m->type->coef->scan(m, c->th, s->sxf + (size_t)b0 * c->W, c->W, s->sxn + b0,
                         s->scoef + (size_t)b0 * c->nc, n, s->ub, c->work);
     size_t k = screen_survivors(c, b0, n);
     for(size_t j = 0; j < k; j++){
@@ -271,11 +271,11 @@ static fly_rc scan_page_screened(fly_chain *c, const double *X, const double *Bd
   const fly_model *m = c->m;
   fly_zscan *s = c->keep;
   fly_model_scan_rows(m, X, c->W, n, xf, xn);
-  m->type->scan_upper(m, c->th, xf, c->W, s->sxn + row0, cf, n, s->ub, c->work);
+  m->type->coef->scan(m, c->th, xf, c->W, s->sxn + row0, cf, n, s->ub, c->work);
   size_t k = screen_survivors(c, row0, n);
   for(size_t j = 0; j < k; j++){
     size_t i = (size_t)c->cid[j];
-    m->type->eval_coef(m, c->th, X + i * c->W, c->W, cf + i * c->nc, 1,
+    m->type->coef->eval(m, c->th, X + i * c->W, c->W, cf + i * c->nc, 1,
                        c->logL + j, c->logB + j, c->work);
     c->cgap[j] = c->logB[j] - c->logL[j];
   }
@@ -329,9 +329,9 @@ fly_rc fly_zstep_scan(fly_chain *c, fly_err *err)
       xi_rows(c, Bd, 0, n);
       /* the coefficients the model's eval would compute (model.h: the
        * same bits), by the first scan only */
-      if( cf ) c->m->type->coef(c->m, X, c->W, c->cxi, n, cf);
+      if( cf ) c->m->type->coef->make(c->m, X, c->W, c->cxi, n, cf);
     }
-    if( cf && c->m->type->scan_upper ){
+    if( cf && c->m->type->coef->scan ){
       /* the screen's f32 rows: into the kept copy (the first scan fills
        * it) or into the candidates' buffer */
       float *xf = s->sxf ? s->sxf + (size_t)row0 * c->W : s->cxf;

@@ -19,7 +19,7 @@
  * scan (zstep.c) is cheaper: every dark row draws its u and is drawn
  * exactly.  The first scan reads every row; where they fit the cache this
  * mode keeps every row's bound coefficients and, for a model with a screen
- * (model.h: scan_upper), an f32 copy of every row, which later scans use
+ * (model.h: fly_model_coef.scan), an f32 copy of every row, which later scans use
  * (gibbs_state.scan, the chain's keep).
  *
  * State: the kept rows, each bucket's pbar, the sketch's prepared
@@ -132,7 +132,7 @@ static fly_rc gibbs_step(fly_chain *c, fly_err *err)
   fly_rc rc;
 
   if( (rc = fly_chain_ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
-  r = m->type->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
+  r = m->type->thin->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
   /* pb >= 0, so once the partial sum passes the limit the whole does: a
    * scan needs no more of the buckets' bounds (each a transcendental) */
   double limit = c->cfg->scan_frac * (double)c->cfg->N;
@@ -209,13 +209,16 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
   gibbs_state *g = c->zs;
   fly_zscan *s = &g->scan;
   fly_rc rc;
+  if( !m->type->thin )
+    return fly_fail(err, FLY_MISUSE, "model %s has no thinning bound for a gibbs "
+                    "chain", m->type->name);
   if( !cfg->buckets )
     return fly_fail(err, FLY_MISUSE, "a gibbs chain needs a bucket index");
   if( cfg->buckets->nxi != c->nxi )
     return fly_fail(err, FLY_MISUSE, "bucket index holds %zu xi a row, the model "
                     "%zu", cfg->buckets->nxi, c->nxi);
   if( cfg->sketch && (cfg->sketch->D != m->D || cfg->sketch->N != cfg->N ||
-                      cfg->sketch->nd != (m->type->dirs ? m->K : 1)) )
+                      cfg->sketch->nd != (m->type->thin->dirs ? m->K : 1)) )
     return fly_fail(err, FLY_MISUSE, "a sketch of %lld rows x %zu features for a "
                     "gibbs chain of %lld rows x %zu", (long long)cfg->sketch->N,
                     cfg->sketch->D, (long long)cfg->N, m->D);
@@ -237,15 +240,15 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
               * (double)sizeof(double);
   size_t bshare = (double)cfg->cache_bytes > need ? cfg->cache_bytes - (size_t)need : 0;
   /* A scan evaluates every row's bound, and a row's bound coefficients
-   * (model.h: coef) depend on its xi and its row only, while computing
+   * (model.h: fly_model_coef) depend on its xi and its row only, while computing
    * them costs transcendentals (two a row for logistic).  So they are
    * kept, filled by the first scan, where they fit half of that room; the
    * bound pages get the rest.  calloc: a chain that never scans never
    * touches them. */
   size_t room = bshare;
-  /* with a screen (model.h: scan_upper) every row's features' norm (a
-   * float) too */
-  size_t scr = m->type->scan_upper ? sizeof(float) : 0;
+  /* with a screen (model.h: fly_model_coef.scan) every row's features'
+   * norm (a float) too */
+  size_t scr = c->nc && m->type->coef->scan ? sizeof(float) : 0;
   double nd = (double)cfg->N;
   if( c->nc && nd * (double)(c->nc * sizeof(double) + scr) <= 0.5 * (double)room ){
     s->scoef = fly_alloc_array((size_t)cfg->N * c->nc, sizeof *s->scoef);
@@ -258,7 +261,7 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
      * scan rule out most rows with a single-precision product: the copy's
      * bandwidth is half the data pages', and the rows ruled out are not
      * read at all.  Kept where the copy fits the same half as well. */
-    if( m->type->scan_upper &&
+    if( m->type->coef->scan &&
         nd * (double)(c->nc * sizeof(double) + (c->W + 1) * sizeof(float))
         <= 0.5 * (double)room ){
       s->sxf = fly_alloc_array((size_t)cfg->N * c->W, sizeof *s->sxf);

@@ -479,6 +479,29 @@ static double gap_upper_box(const fly_model *m, double xi_lo, double xi_hi,
   return gap_upper_boxc(m, c, r);
 }
 
+static const fly_model_coef coef_table = {
+  .n    = n_coef,
+  .make = coef,
+  .eval = eval_coef,
+  .grad = grad_coef,
+  .scan = scan_upper,
+};
+
+static const fly_model_box box_table = {
+  .n         = n_box,
+  .upper     = gap_upper_box,
+  .prep      = box_prep,
+  .upper_c   = gap_upper_boxc,
+  .upper_rho = gap_upper_rhoc,
+};
+
+static const fly_model_thin thin_table = {
+  .key    = gap_key,
+  .upper  = gap_upper,
+  .radius = fly_model_radius,
+  .box    = &box_table,
+};
+
 const fly_model_type fly_model_logistic = {
   .name          = "logistic",
   .n_params      = n_params,
@@ -487,23 +510,12 @@ const fly_model_type fly_model_logistic = {
   .check_target  = check_target,
   .eval          = fly_model_eval_xi,
   .grad          = fly_model_grad_xi,
-  .n_coef        = n_coef,
-  .coef          = coef,
-  .eval_coef     = eval_coef,
-  .grad_coef     = grad_coef,
-  .scan_upper    = scan_upper,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,
   .moment_layout = moment_layout,
   .moments_add   = moments_add,
   .bound_sum     = bound_sum,
-  .gap_key       = gap_key,
-  .gap_upper     = gap_upper,
-  .gap_upper_box = gap_upper_box,
-  .n_box         = n_box,
-  .box_prep      = box_prep,
-  .gap_upper_boxc = gap_upper_boxc,
-  .gap_upper_rhoc = gap_upper_rhoc,
-  .radius        = fly_model_radius,
+  .coef          = &coef_table,
+  .thin          = &thin_table,
 };

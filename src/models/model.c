@@ -65,7 +65,7 @@ double fly_p_bright(double gap)
   return -expm1(-gap);
 }
 
-/* The part of work eval_coef / grad_coef use themselves: one double per row
+/* The part of work coef->eval / coef->grad use themselves: one double per row
  * and class (K is 1, or left 0, for single-output models). */
 static size_t coef_off(const fly_model *m, size_t n)
 {
@@ -76,12 +76,13 @@ double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho)
 {
   if( !(rho < INFINITY) ) return INFINITY;
-  double key = m->type->gap_key(m, xi_row, rho);
-  double u = m->type->gap_upper(m, key, 1.0);
-  if( m->type->gap_upper_box ){
+  const fly_model_thin *t = m->type->thin;
+  double key = t->key(m, xi_row, rho);
+  double u = t->upper(m, key, 1.0);
+  if( t->box ){
     double v = fabs((double)xi_row[0]);
     if( !isfinite(v) ) v = INFINITY;   /* as the buckets take it */
-    double b = m->type->gap_upper_box(m, v, v, key, 1.0);
+    double b = t->box->upper(m, v, v, key, 1.0);
     if( b < u ) u = b;                 /* both are bounds */
   }
   return u;
@@ -92,8 +93,8 @@ void fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
                        double *logB, double *work)
 {
   double *cf = logB ? work + coef_off(m, n) : NULL;
-  if( cf ) m->type->coef(m, X, ldx, xi, n, cf);
-  m->type->eval_coef(m, th, X, ldx, cf, n, logL, logB, work);
+  if( cf ) m->type->coef->make(m, X, ldx, xi, n, cf);
+  m->type->coef->eval(m, th, X, ldx, cf, n, logL, logB, work);
 }
 
 void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
@@ -101,8 +102,8 @@ void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
                        const double *wB, double *g, double *work)
 {
   double *cf = wB ? work + coef_off(m, n) : NULL;
-  if( cf ) m->type->coef(m, X, ldx, xi, n, cf);
-  m->type->grad_coef(m, th, X, ldx, cf, n, wL, wB, g, work);
+  if( cf ) m->type->coef->make(m, X, ldx, xi, n, cf);
+  m->type->coef->grad(m, th, X, ldx, cf, n, wL, wB, g, work);
 }
 
 void fly_model_scan_rows(const fly_model *m, const double *X, size_t ldx,

@@ -2,9 +2,15 @@
  * model.h -- the model interface: likelihood, lower bound, collapsed bound
  * product, gap upper bound, prior, MAP pieces.
  *
- * A model is a const type table (fly_model_logistic, later softmax and
- * robust) plus a small transparent instance (fly_model) holding dimensions
- * and options.  Functions work on blocks of stored rows: X is n rows of ldx
+ * A model is a const type table (fly_model_logistic, fly_model_softmax,
+ * fly_model_robust) plus a small transparent instance (fly_model) holding
+ * dimensions and options.  The type holds the core every model has
+ * (likelihood, gradient, lower bound, collapsed bound product, MAP pieces)
+ * and points to optional tables, each defined next to its model: bound
+ * coefficients with the scan screen (fly_model_coef), the thinning bound
+ * (fly_model_thin) and its box refinement (fly_model_box).  A NULL table
+ * means the model lacks that concern; a present table has every member set
+ * except those its contract calls optional.  Functions work on blocks of stored rows: X is n rows of ldx
  * doubles, row-major; features are X[i*ldx + 0 .. D-1] (intercept included
  * when the data set has one) and the target is X[i*ldx + tcol].  Per-row
  * bound parameters xi are n rows of n_xi values (stored as f32; always pass
@@ -56,6 +62,98 @@ typedef struct fly_moment_section {
   size_t rows, cols;  /* the section is rows x cols, row-major */
 } fly_moment_section;
 
+/* Bound coefficients (optional table, fly_model_type.coef; NULL: none, and
+ * the chain evaluates log B from the stored xi with eval / grad).
+ *
+ * Per-row bound coefficients, n(m) doubles a row, computed by make() from
+ * the stored xi and the rows X (a coefficient may depend on the row's
+ * target, e.g. softmax's class).  The chain keeps them for its bright rows,
+ * so a theta step evaluates log B without recomputing them (logistic: an
+ * expm1 and a log1p a row; softmax: K exps and a log) at every step.
+ *
+ * Contract when present: eval and grad take the coefficients where the
+ * core eval and grad take xi and give the same bits (the core ones are
+ * fly_model_eval_xi / fly_model_grad_xi: make() then eval / grad), with
+ * coef NULL meaning the likelihood part only, as logB / wB NULL do. */
+typedef struct fly_model_coef {
+  size_t (*n)(const fly_model *m);
+  void   (*make)(const fly_model *m, const double *X, size_t ldx,
+                 const float *xi, size_t n, double *coef);
+  void   (*eval)(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const double *coef, size_t n, double *logL,
+                 double *logB, double *work);
+  void   (*grad)(const fly_model *m, const double *th, const double *X,
+                 size_t ldx, const double *coef, size_t n, const double *wL,
+                 const double *wB, double *g, double *work);
+
+  /* Optional (NULL: no screen): a screen for a gibbs scan, which draws u_i
+   * for every dark row and turns it bright when u_i < p_i =
+   * -expm1(logB_i - logL_i), from eval's values for the row alone (at most
+   * FLY_ROWWISE rows a call).  From an f32 copy of the rows (Xf, row stride
+   * ldx, fly_model_scan_rows) and the rows' feature norms, scan puts into
+   * ub[i] a bound ub_i >= p_i (+inf or NaN when it cannot say), cheaply: a
+   * single-precision matrix-vector product and no transcendental function.
+   * A row with u_i >= ub_i needs neither its data nor its likelihood, and
+   * the scan's decisions do not change.  work: work_len(m, n) doubles. */
+  void   (*scan)(const fly_model *m, const double *th, const float *Xf,
+                 size_t ldx, const float *xnorm, const double *coef,
+                 size_t n, double *ub, double *work);
+} fly_model_coef;
+
+/* A tighter thinning bound for a group of rows (optional table,
+ * fly_model_thin.box; NULL: none).  Rows are grouped by |xi_i[0]| into
+ * boxes [xi_lo, xi_hi]; the chain may assume, when present:
+ *  - upper: for every row i with xi_lo <= |xi_i[0]| <= xi_hi and
+ *    thin->key(xi_i, xnorm_i) <= key, and every th, gap_i(th) <=
+ *    upper(xi_lo, xi_hi, key, r) (r as for thin->upper).  Increasing in key
+ *    and r; +inf when it cannot say more (e.g. xi_hi not finite).
+ *  - prep / upper_c: upper's part that depends on the box only (n(m)
+ *    doubles, at most FLY_BOX_MAX, computed once when the buckets are
+ *    built) and the bound from it at r:
+ *    upper(lo, hi, key, r) == upper_c(prep(lo, hi, key), r) bit for bit.
+ *  - upper_rho: a bound for every row of the box whose |x_i'(th - th_map)|
+ *    <= rho (a per-row rho, flymc/sketch.h); increasing in rho. */
+typedef struct fly_model_box {
+  size_t (*n)(const fly_model *m);
+  double (*upper)(const fly_model *m, double xi_lo, double xi_hi,
+                  double key, double r);
+  void   (*prep)(const fly_model *m, double xi_lo, double xi_hi,
+                 double key, double *box);
+  double (*upper_c)(const fly_model *m, const double *box, double r);
+  double (*upper_rho)(const fly_model *m, const double *box, double rho);
+} fly_model_box;
+
+/* The thinning bound (optional table, fly_model_type.thin; NULL: the model
+ * cannot be thinned: tuning stores +inf keys, and the gibbs z mode, whose
+ * buckets and sketch rest on this bound, refuses the model).  When present the chain may assume:
+ *  - key(xi_row, xnorm) is a per-row number such that, for every th,
+ *    gap_i(th) <= upper(key_i, r) where r = radius(th, th_map, H) =
+ *    ||th - th_map||_{P^-1} and xnorm = ||x_i||_P; upper is increasing in
+ *    key, so a bucket may use its largest key.
+ *  - The proofs use xnorm and r only through |x_i'(th - th_map)| <= xnorm r
+ *    (with dirs: sum_k (x_i'd_k)^2 <= xnorm^2 r^2), so also gap_i(th) <=
+ *    upper(key(xi_row, rho), 1) for every th with |x_i'(th - th_map)| <= rho
+ *    (with dirs: sum_k (x_i'd_k)^2 <= rho^2; fly_model_gap_upper_rho).
+ *  - radius: ||th - th_map|| in the metric H = P^-1 (for softmax the sum
+ *    over class rows).
+ *  - dirs, optional, for parameters that are not one D-vector: the K = m->K
+ *    D-vectors d_k (d, K x D row-major) through which the bound sees th:
+ *    gap_i(th) <= fly_model_gap_upper_rho(m, xi_i, rho) for every th and rho
+ *    with sum_k (x_i'd_k)^2 <= rho^2, and r^2 = sum_k d_k'H d_k (softmax:
+ *    the centred class rows of th - th_map).  NULL: one direction,
+ *    d = th - th_map (n_params == D). */
+typedef struct fly_model_thin {
+  double (*key)(const fly_model *m, const float *xi_row, double xnorm);
+  double (*upper)(const fly_model *m, double key, double r);
+  double (*radius)(const fly_model *m, const double *th, const double *th_map,
+                   const double *H, double *work);
+  void   (*dirs)(const fly_model *m, const double *th, const double *th_map,
+                 double *d);
+  const fly_model_box *box;                       /* NULL: none */
+} fly_model_thin;
+
+/* The core of a model: likelihood, gradient, lower bound, collapsed bound
+ * product, MAP objective.  Every member is set. */
 struct fly_model_type {
   const char *name;                               /* "logistic" */
 
@@ -81,38 +179,6 @@ struct fly_model_type {
                  size_t ldx, const float *xi, size_t n, const double *wL,
                  const double *wB, double *g, double *work);
 
-  /* Optional (all four NULL: none): per-row bound coefficients, n_coef(m)
-   * doubles a row, computed by coef() from the stored xi and the rows X (a
-   * coefficient may depend on the row's target, e.g. softmax's class).  The
-   * chain keeps them for its bright rows, so a theta step evaluates log B
-   * without recomputing them (logistic: an expm1 and a log1p a row;
-   * softmax: K exps and a log) at every step.  eval_coef and grad_coef take
-   * the coefficients where eval and grad take xi and give the same bits. */
-  size_t (*n_coef)(const fly_model *m);
-  void   (*coef)(const fly_model *m, const double *X, size_t ldx,
-                 const float *xi, size_t n, double *coef);
-  void   (*eval_coef)(const fly_model *m, const double *th, const double *X,
-                      size_t ldx, const double *coef, size_t n, double *logL,
-                      double *logB, double *work);
-  void   (*grad_coef)(const fly_model *m, const double *th, const double *X,
-                      size_t ldx, const double *coef, size_t n,
-                      const double *wL, const double *wB, double *g,
-                      double *work);
-
-  /* Optional (NULL: none), with the coefficients: a screen for a gibbs
-   * scan, which draws u_i for every dark row and turns it bright when
-   * u_i < p_i = -expm1(logB_i - logL_i), from eval_coef's values for the
-   * row alone (at most FLY_ROWWISE rows a call).  From an f32 copy of the
-   * rows (Xf, row stride ldx, fly_model_scan_rows) and the rows' feature
-   * norms, scan_upper puts into ub[i] a bound ub_i >= p_i (+inf or NaN
-   * when it cannot say), cheaply: a single-precision matrix-vector product
-   * and no transcendental function.  A row with u_i >= ub_i needs neither
-   * its data nor its likelihood, and the scan's decisions do not change.
-   * work: work_len(m, n) doubles. */
-  void   (*scan_upper)(const fly_model *m, const double *th, const float *Xf,
-                       size_t ldx, const float *xnorm, const double *coef,
-                       size_t n, double *ub, double *work);
-
   /* H += sum_i -hess log L_i(th)  (n_params x n_params, full, row-major). */
   void   (*neg_hess)(const fly_model *m, const double *th, const double *X,
                      size_t ldx, size_t n, double *H, double *work);
@@ -134,48 +200,8 @@ struct fly_model_type {
   double (*bound_sum)(const fly_model *m, const double *mom, const double *th,
                       double *grad, double *work);
 
-  /* Thinning bound.  key(xi_row, xnorm) is a per-row number such that, for
-   * every th, gap_i(th) <= gap_upper(key_i, r) where
-   * r = ||th - th_map||_{P^-1} and xnorm = ||x_i||_P; gap_upper is
-   * increasing in key, so a bucket may use its largest key.  The proofs use
-   * xnorm and r only through |x_i'(th - th_map)| <= xnorm r (with dirs:
-   * sum_k (x_i'd_k)^2 <= xnorm^2 r^2), so also gap_i(th) <=
-   * gap_upper(key(xi_row, rho), 1) for every th with |x_i'(th - th_map)|
-   * <= rho (with dirs: sum_k (x_i'd_k)^2 <= rho^2; fly_model_gap_upper_rho). */
-  double (*gap_key)(const fly_model *m, const float *xi_row, double xnorm);
-  double (*gap_upper)(const fly_model *m, double key, double r);
-  /* Optional (NULL: none), a tighter bound for a group of rows: for every
-   * row i with xi_lo <= |xi_i[0]| <= xi_hi and gap_key(xi_i, xnorm_i) <=
-   * key, and every th, gap_i(th) <= gap_upper_box(xi_lo, xi_hi, key, r)
-   * (r as for gap_upper).  Increasing in key and r; +inf when it cannot
-   * say more (e.g. xi_hi not finite). */
-  double (*gap_upper_box)(const fly_model *m, double xi_lo, double xi_hi,
-                          double key, double r);
-  /* Optional, with gap_upper_box: its part that depends on the bucket only
-   * (box_prep: n_box doubles, at most FLY_BOX_MAX, computed once when the
-   * buckets are built) and the bound from it at r (gap_upper_boxc).
-   * gap_upper_box(lo, hi, key, r) == gap_upper_boxc(box_prep(lo, hi, key), r)
-   * bit for bit. */
-  size_t (*n_box)(const fly_model *m);
-  void   (*box_prep)(const fly_model *m, double xi_lo, double xi_hi,
-                     double key, double *box);
-  double (*gap_upper_boxc)(const fly_model *m, const double *box, double r);
-  /* Optional, with box_prep: a bound for every row of the box's bucket
-   * whose |x_i'(th - th_map)| <= rho (a per-row rho, flymc/sketch.h);
-   * increasing in rho.  Without it fly_model_gap_upper_rho serves. */
-  double (*gap_upper_rhoc)(const fly_model *m, const double *box, double rho);
-  /* r for the thinning bound: ||th - th_map|| in the metric H = P^-1
-   * (for softmax the sum over class rows). */
-  double (*radius)(const fly_model *m, const double *th, const double *th_map,
-                   const double *H, double *work);
-  /* Optional, for parameters that are not one D-vector: the K = m->K
-   * D-vectors d_k (d, K x D row-major) through which the thinning bound
-   * sees th: gap_i(th) <= fly_model_gap_upper_rho(m, xi_i, rho) for every
-   * th and rho with sum_k (x_i'd_k)^2 <= rho^2, and r^2 = sum_k d_k'H d_k
-   * (softmax: the centred class rows of th - th_map).  NULL: one
-   * direction, d = th - th_map (n_params == D). */
-  void   (*dirs)(const fly_model *m, const double *th, const double *th_map,
-                 double *d);
+  const fly_model_coef *coef;   /* NULL: no bound coefficients */
+  const fly_model_thin *thin;   /* NULL: cannot be thinned */
 };
 
 /* The prior: log p(th) (up to a constant); grad += its gradient if non-NULL. */
@@ -184,10 +210,10 @@ double fly_model_log_prior(const fly_model *m, const double *th, double *grad);
 void   fly_model_prior_neg_hess(const fly_model *m, double *H);
 
 /* eval / grad with xi of every model with bound coefficients (the types
- * point .eval / .grad here): coef() into work + n max(K, 1), then eval_coef /
- * grad_coef, so both paths give the same bits.  So eval_coef / grad_coef
- * may use the first n max(K, 1) doubles of work themselves, and work_len(n)
- * must leave room for n n_coef more after them. */
+ * point .eval / .grad here): coef->make into work + n max(K, 1), then
+ * coef->eval / coef->grad, so both paths give the same bits.  So they may
+ * use the first n max(K, 1) doubles of work themselves, and work_len(n)
+ * must leave room for n coef->n(m) more after them. */
 void   fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
                          size_t ldx, const float *xi, size_t n, double *logL,
                          double *logB, double *work);
@@ -196,20 +222,21 @@ void   fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
                          const double *wB, double *g, double *work);
 
 /* An upper bound on gap_i(th) for one row with bound parameters xi_row,
- * given rho >= |x_i'(th - th_map)| (models with one D-vector of parameters):
- * gap_upper(gap_key(xi_row, rho), 1), or the smaller gap_upper_box over the
- * row's own |xi| when the model has one.  +inf when rho is. */
+ * given rho >= |x_i'(th - th_map)| (models with one D-vector of parameters;
+ * m->type->thin set): thin->upper(thin->key(xi_row, rho), 1), or the
+ * smaller box->upper over the row's own |xi| when the model has a box
+ * table.  +inf when rho is. */
 double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho);
 
-/* What scan_upper reads of n rows X (stride ldx): Xf = X rounded to f32
+/* What coef->scan reads of n rows X (stride ldx): Xf = X rounded to f32
  * (stride ldx) and, unless xnorm is NULL, xnorm[i] >= the 2-norm of row
  * i's m->D features (its first m->D values), rounded up to f32 (+inf
  * beyond FLT_MAX, NaN for a NaN row). */
 void   fly_model_scan_rows(const fly_model *m, const double *X, size_t ldx,
                            size_t n, float *Xf, float *xnorm);
 
-/* radius() of models whose parameters are one D-vector (logistic, robust):
+/* thin->radius of models whose parameters are one D-vector (logistic, robust):
  * sqrt((th - th_map)' H (th - th_map)) with H D x D, row-major. */
 double fly_model_radius(const fly_model *m, const double *th,
                         const double *th_map, const double *H, double *work);

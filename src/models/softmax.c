@@ -491,6 +491,20 @@ static double radius(const fly_model *m, const double *th,
   return q > 0 ? sqrt(q) : 0.0;
 }
 
+static const fly_model_coef coef_table = {
+  .n    = n_coef,
+  .make = coef,
+  .eval = eval_coef,
+  .grad = grad_coef,
+};
+
+static const fly_model_thin thin_table = {
+  .key    = gap_key,
+  .upper  = gap_upper,
+  .radius = radius,
+  .dirs   = dirs,
+};
+
 const fly_model_type fly_model_softmax = {
   .name          = "softmax",
   .n_params      = n_params,
@@ -499,18 +513,12 @@ const fly_model_type fly_model_softmax = {
   .check_target  = check_target,
   .eval          = fly_model_eval_xi,
   .grad          = fly_model_grad_xi,
-  .n_coef        = n_coef,
-  .coef          = coef,
-  .eval_coef     = eval_coef,
-  .grad_coef     = grad_coef,
   .neg_hess      = neg_hess,
   .xi_at         = xi_at,
   .n_moments     = n_moments,
   .moment_layout = moment_layout,
   .moments_add   = moments_add,
   .bound_sum     = bound_sum,
-  .gap_key       = gap_key,
-  .gap_upper     = gap_upper,
-  .radius        = radius,
-  .dirs          = dirs,
+  .coef          = &coef_table,
+  .thin          = &thin_table,
 };

@@ -17,10 +17,10 @@
  *       H for K x D parameters (softmax).  Factored H_D = L_D L_D'.
  *   (c) Bounds, inside the write transaction: per row the xi tight at the
  *       MAP (type->xi_at) or the fixed xi, rounded to f32 once; then the
- *       thinning key type->gap_key(xi_f32, ||x||_P) with P = H_D^-1 and
+ *       thinning key thin->key(xi_f32, ||x||_P) with P = H_D^-1 and
  *       ||x||_P = |L_D^-1 x| (a triangular solve per page), rounded *up* to
  *       f32 so the stored key stays an upper bound; the chain pairs it with
- *       type->radius(th, theta_map, key_prec).  The rows go to a
+ *       thin->radius(th, theta_map, key_prec).  The rows go to a
  *       fly_pagewriter (f32, width n_xi + 1, the data set's page_rows, so
  *       bound page k covers data page k).  The moments are accumulated
  *       with type->moments_add from the same f32 xi, so the collapsed
@@ -604,7 +604,7 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
       }else{
         double y2 = 0;
         for(size_t j = 0; j < D; j++) y2 += Y[i * D + j] * Y[i * D + j];
-        double key = m->type->gap_key(m, xr, sqrt(y2));
+        double key = m->type->thin ? m->type->thin->key(m, xr, sqrt(y2)) : INFINITY;
         float kf = (float)key;
         if( (double)kf < key ) kf = nextafterf(kf, INFINITY);
         if( !(key >= 0) ){

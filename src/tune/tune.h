@@ -14,7 +14,7 @@
  *
  * Bound page k covers the rows of data page k (same page_rows); each row is
  * n_xi + 1 f32 values: the xi of the row, then its thinning key (MAP tuning:
- * gap_n(th) <= type->gap_upper(key_n, type->radius(th, theta_map,
+ * gap_n(th) <= thin->upper(key_n, thin->radius(th, theta_map,
  * key_prec)), the key rounded up to f32; fixed tuning: NaN, unusable).  The
  * moments are accumulated from the f32 xi exactly as stored, so
  * type->bound_sum equals the sum of the per-row log bounds computed from the
@@ -101,7 +101,7 @@ typedef struct fly_bounds {
   double *chol_cov;       /* P x P: lower L, L L' = cov (MH proposals) */
   double *chol_prec;      /* P x P: lower L, L L' = prec (HMC momenta) */
   double *key_prec;       /* D x D: the metric H_D of the thinning keys, the
-                             H to pass to type->radius (keys were made with
+                             H to pass to thin->radius (keys were made with
                              ||x||_P, P = H_D^-1); a copy of prec when
                              P == D, see tune.c for K x D parameters */
   double *chol_key;       /* D x D: lower L, L L' = key_prec (the row

@@ -4,10 +4,10 @@
  * f32 copy of the row for the model's screen.
  *
  * A scan evaluates every row's bound; chain.c keeps the rows' coefficients
- * (model.h: coef), filled by the first complete scan, when N n_coef doubles
- * fit half of the cache the decoded data pages leave, and with a screen
- * (model.h: scan_upper; logistic) an f32 copy of every row when that fits
- * too (fly_chain_keeps_coef 0, 1, 2).  With the coefficients a scan
+ * (model.h: fly_model_coef), filled by the first complete scan, when
+ * N coef->n doubles fit half of the cache the decoded data pages leave, and
+ * with a screen (model.h: fly_model_coef.scan; logistic) an f32 copy of
+ * every row when that fits too (fly_chain_keeps_coef 0, 1, 2).  With the coefficients a scan
  * evaluates only the dark rows whose u falls below the screen's bound,
  * computed from each page's rows rounded to f32 as it is scanned (1) or
  * from the kept copy a block at a time, reading only those rows (2).
@@ -133,9 +133,9 @@ static void compare(const char *path, const char *name, int64_t ds, const fly_mo
   int64_t out[NCH], ev[NCH], unscreened = 0;
   for(int k = 0; k < NCH; k++){
     fly_chain_screen_counts(ch[k], &out[k], &ev[k]);
-    if( !(m->type->scan_upper && keep[k] > 0) ) unscreened += out[k] + ev[k];
+    if( !(m->type->coef->scan && keep[k] > 0) ) unscreened += out[k] + ev[k];
   }
-  if( m->type->scan_upper )
+  if( m->type->coef->scan )
     TAP_OK(out[0] > 10 * ev[0] && ev[0] > sum_bright && out[1] == out[0] &&
            ev[1] == ev[0] && unscreened == 0,
            "%s: the screen ruled out %lld dark rows and let %lld through (%lld bright "

@@ -284,7 +284,7 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
         th[i] = bd->theta_map[i];
         for(size_t j = 0; j <= i; j++) th[i] += bd->chol_cov[i * P + j] * u[j];
       }
-      double r = m->type->radius(m, th, bd->theta_map, bd->key_prec, work);
+      double r = m->type->thin->radius(m, th, bd->theta_map, bd->key_prec, work);
       fly_sketch_prep(&sk, m, th, bd->theta_map, &at);
       m->type->eval(m, th, X, WID, xi, N_ROWS, logL, logB, work);
       size_t nr = 0;

@@ -288,7 +288,7 @@ static int run_case(ctx *cx, const char *name, fly_zmode zm, double zp, int fixe
   }
 
   /* thinning expectations (gibbs) */
-  double rad = m->type->radius(m, th, bd->theta_map, bd->key_prec, cx->work);
+  double rad = m->type->thin->radius(m, th, bd->theta_map, bd->key_prec, cx->work);
   double e_cand = 0, v_cand = 0, e_read = 0, v_read = 0, expect_all = 0;
   int bound_ok = 1, rho_ok = 1, row_ok = 1;
   fly_sketch_at at = {0};
@@ -453,9 +453,9 @@ int main(void)
   for(double d = 4; d <= 64 && far == 0; d *= 1.25){
     double e = 0;
     theta_at(cx.bmap, d, thf);
-    double rad = cx.m.type->radius(&cx.m, thf, cx.bmap->theta_map, cx.bmap->key_prec, cx.work);
+    double rad = cx.m.type->thin->radius(&cx.m, thf, cx.bmap->theta_map, cx.bmap->key_prec, cx.work);
     for(size_t b = 0; b < cx.bk.nb; b++)
-      e += -expm1(-cx.m.type->gap_upper(&cx.m, cx.bk.key[b], rad))
+      e += -expm1(-cx.m.type->thin->upper(&cx.m, cx.bk.key[b], rad))
            * (double)(cx.bk.start[b + 1] - cx.bk.start[b]);
     if( e > 0.5 * N_ROWS ) far = d;
   }

@@ -68,10 +68,10 @@ static inline long double ldot(const double *th, const double *x, size_t D)
   return s;
 }
 
-/* The key as tuning stores it: gap_key rounded up to f32. */
+/* The key as tuning stores it: thin->key rounded up to f32. */
 static inline double key_f32(const fly_model *m, const float *xi, double xnorm)
 {
-  double k = m->type->gap_key(m, xi, xnorm);
+  double k = m->type->thin->key(m, xi, xnorm);
   float f = (float)k;
   if( (double)f < k ) f = nextafterf(f, INFINITY);
   return (double)f;
@@ -180,8 +180,9 @@ typedef struct mfamily {
   const char *layout;             /* "S:DxD,mu:Dx1,c:1x1" */
   int per_class;                  /* n_params = K D, n_xi = K (else D, 1) */
   int density;                    /* log L may be > 0 */
-  const char *hooks;              /* the optional hooks it has, e.g. "scan box" */
-  size_t nc_k, nc_1;              /* n_coef = nc_k K + nc_1 */
+  const char *hooks;              /* its optional tables and optional
+                                     members, e.g. "coef scan thin box" */
+  size_t nc_k, nc_1;              /* coef->n = nc_k K + nc_1 */
 } mfamily;
 
 static inline fly_model mk(const mcase *c, size_t D)
@@ -309,7 +310,7 @@ static inline size_t lg_targets(const fly_model *m, double *ok, size_t *n_ok, do
 static const mfamily fam_logistic = {
   &fly_model_logistic, lg_target, lg_rand_xi, lg_mild_xi, lg_tight, lg_tight_tol, 0,
   lg_ref_logL, lg_ref_logB, lg_ref_xi, keep_all, NULL, lg_outward, 1, 30, 0, 0,
-  lg_key0, lg_targets, "S:DxD,mu:Dx1,c:1x1", 0, 0, "coef scan box rhoc", 0, 3
+  lg_key0, lg_targets, "S:DxD,mu:Dx1,c:1x1", 0, 0, "coef scan thin box", 0, 3
 };
 
 /* ---- robust: Student-t with the tangent bound ---------------------------- */
@@ -449,7 +450,7 @@ static inline size_t rb_targets(const fly_model *m, double *ok, size_t *n_ok, do
 static const mfamily fam_robust = {
   &fly_model_robust, rb_target, rb_rand_xi, rb_mild_xi, rb_tight, rb_tight_tol, 0,
   rb_ref_logL, rb_ref_logB, rb_ref_xi, rb_hess_keeps, rb_zero_row, rb_outward, 1, 5, 0, 1e4,
-  rb_key0, rb_targets, "S:DxD,b:Dx1,q:1x1,c:1x1", 0, 1, "coef", 0, 2
+  rb_key0, rb_targets, "S:DxD,b:Dx1,q:1x1,c:1x1", 0, 1, "coef thin", 0, 2
 };
 
 /* ---- softmax: Boehning ----------------------------------------------------- */
@@ -586,7 +587,7 @@ static inline size_t sm_targets(const fly_model *m, double *ok, size_t *n_ok, do
 static const mfamily fam_softmax = {
   &fly_model_softmax, sm_target, sm_rand_xi, sm_mild_xi, sm_tight, sm_tight_tol, 1,
   sm_ref_logL, sm_ref_logB, sm_ref_xi, keep_all, NULL, NULL, 0, INFINITY, 1000, 0,
-  sm_key0, sm_targets, "S:DxD,Y:KxD,Bx:KxD,c:1x1", 1, 0, "coef dirs", 2, 2
+  sm_key0, sm_targets, "S:DxD,Y:KxD,Bx:KxD,c:1x1", 1, 0, "coef thin dirs", 2, 2
 };
 
 static const mfamily *family_of(const fly_model_type *t)

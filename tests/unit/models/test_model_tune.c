@@ -8,7 +8,7 @@
  * class-imbalanced rows in pages of 100 rows is tuned, then:
  *   the MAP: gradient of log prior + sum log L ~ 0; the stored precision
  *     = neg_hess + the prior's at the MAP; key_prec = prec when n_params = D
- *   bound rows: xi = xi_at(th_map) rounded to f32, keys = gap_key(xi,
+ *   bound rows: xi = xi_at(th_map) rounded to f32, keys = thin->key(xi,
  *     ||x||_P) rounded up to f32 (P = key_prec^-1), bounds tight at the MAP
  *   moments: the stored tables = moments_add of the stored xi, page by page;
  *     bound_sum(th) = sum_n log B_n(th) of the stored xi around the MAP
@@ -182,13 +182,13 @@ static int64_t tuned_props(const char *name, const fly_model *m, store *s, fly_b
     m->type->xi_at(m, b->theta_map, x, W, 1, xo, work);
     for( size_t k = 0; k < NX; k++ )
       worst_xi = fmax(worst_xi, fabs(xi[n * NX + k] - xo[k]) / fmax(fabs(xo[k]), 1e-30));
-    double kk = m->type->gap_key(m, xi + n * NX, sqrt(q_of(D, Pk, x)));
+    double kk = m->type->thin->key(m, xi + n * NX, sqrt(q_of(D, Pk, x)));
     if( !(key[n] >= (double)(float)kk * (1 - 1e-6)) || !isfinite(key[n]) || key[n] > 2 * kk )
       keys_ok = 0;
   }
   TAP_OK(worst_xi <= 0x1.0p-24 * 1.0001, "%s: xi = xi_at(th_map) rounded to f32 (worst "
          "relative %.3g)", name, worst_xi);
-  TAP_OK(keys_ok, "%s: stored keys = gap_key(xi, |x|_P), P = key_prec^-1, rounded up to f32",
+  TAP_OK(keys_ok, "%s: stored keys = thin->key(xi, |x|_P), P = key_prec^-1, rounded up to f32",
          name);
   m->type->eval(m, b->theta_map, s->X, W, xi, N, lL, lB, work);
   double gmax = -INFINITY;
@@ -222,7 +222,7 @@ static int64_t tuned_props(const char *name, const fly_model *m, store *s, fly_b
         th[i] = b->theta_map[i];
         for( size_t j = 0; j <= i; j++ ) th[i] += b->chol_cov[i * P + j] * z[j];
       }
-      if( m->type->dirs && rep % 3 == 2 )           /* plus a large shift */
+      if( m->type->thin->dirs && rep % 3 == 2 )           /* plus a large shift */
         for( size_t j = 0; j < D; j++ ){
           double v = 20 * fly_rng_normal(&rng);
           for( size_t k = 0; k < m->K; k++ ) th[k * D + j] += v;
@@ -231,9 +231,9 @@ static int64_t tuned_props(const char *name, const fly_model *m, store *s, fly_b
       m->type->eval(m, th, s->X, W, xi, N, lL, lB, work);
       for( size_t n = 0; n < N; n++ ) exs += lB[n];
       worst_sum = fmax(worst_sum, fabs(col - exs) / fabs(exs));
-      double r = m->type->radius(m, th, b->theta_map, b->key_prec, work);
+      double r = m->type->thin->radius(m, th, b->theta_map, b->key_prec, work);
       for( size_t n = 0; n < N; n++ ){
-        double gap = lL[n] - lB[n], up = m->type->gap_upper(m, key[n], r);
+        double gap = lL[n] - lB[n], up = m->type->thin->upper(m, key[n], r);
         if( !(gap <= up) ) viol++;
         if( up > 0 ) worst_ratio = fmax(worst_ratio, gap / up);
       }

@@ -279,7 +279,7 @@ static void check_map_set(fly_db *db, const data *d, int64_t id, double s2)
     worst_xi = fmax(worst_xi, fabs(xi[n] - fabs(s)) / fmax(fabs(s), 1e-30));
     for(size_t i = 0; i < D; i++)
       for(size_t j = 0; j < D; j++) q += x[i] * b->cov[i * D + j] * x[j];
-    double k = m.type->gap_key(&m, &xi[n], sqrt(q));
+    double k = m.type->thin->key(&m, &xi[n], sqrt(q));
     if( !(key[n] >= (double)(float)k * (1 - 1e-6)) || !isfinite(key[n])
         || key[n] > 2 * k ) keys_ok = 0;
   }
@@ -319,9 +319,9 @@ static void check_map_set(fly_db *db, const data *d, int64_t id, double s2)
       double col = m.type->bound_sum(&m, b->mom, th, NULL, work);
       double exs = explicit_bound_sum(&m, d, th, xi, work, lb, ll);
       worst_sum = fmax(worst_sum, fabs(col - exs) / fabs(exs));
-      double r = m.type->radius(&m, th, b->theta_map, b->prec, work);
+      double r = m.type->thin->radius(&m, th, b->theta_map, b->prec, work);
       for(size_t n = 0; n < N; n++){
-        double gap = ll[n] - lb[n], up_n = m.type->gap_upper(&m, key[n], r);
+        double gap = ll[n] - lb[n], up_n = m.type->thin->upper(&m, key[n], r);
         if( gap > up_n ) violations++;
         if( up_n > 0 ) worst_ratio = fmax(worst_ratio, gap / up_n);
       }
