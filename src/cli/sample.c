@@ -37,7 +37,7 @@ static fly_opt sample_opts_tmpl[] = {
                         "with MAP bounds, implicit=0.1 with fixed)", 0, 0 },
   { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
   { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
-  { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc", 0, 0 },
+  { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc | nuts", 0, 0 },
   { "theta-steps", FLY_OPT_VALUE, "theta updates per z update (default 32 with --z gibbs "
                                   "and --sampler mh, else 1)", 0, 0 },
   { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
@@ -153,7 +153,7 @@ static fly_rc parse(fly_args *a, fly_run_cfg *c, fly_err *err)
   s = fly_args_str(a, "sampler", "mh");
   int kern = fly_kernel_find(s);
   if( kern < 0 )
-    return fly_fail(err, FLY_MISUSE, "--sampler: '%s' is not mh, mala, slice or hmc", s);
+    return fly_fail(err, FLY_MISUSE, "--sampler: '%s' is not mh, mala, slice, hmc or nuts", s);
   c->kernel = (fly_kernel)kern;
   if( (rc = fly_args_int(a, "leapfrog", 16, 1, 100000, &c->leapfrog, err)) ) return rc;
   if( fly_args_set(a, "theta-steps") &&

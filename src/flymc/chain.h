@@ -41,6 +41,7 @@ typedef enum {           /* the theta kernel: an index into fly_kernel_types
   FLY_K_MALA,            /* Metropolis-adjusted Langevin */
   FLY_K_SLICE,           /* slice sampling along random directions */
   FLY_K_HMC,             /* Hamiltonian Monte Carlo, fixed leapfrog steps */
+  FLY_K_NUTS,            /* the No-U-Turn sampler (multinomial, as Stan) */
 } fly_kernel;
 
 const char *fly_kernel_name(fly_kernel k);

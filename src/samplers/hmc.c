@@ -169,9 +169,7 @@ static void next_window(fly_hmc *k, const windows *w)
     k->st.win_next = last;
 }
 
-/* One adaptation step after a transition: dual averaging with acceptance
- * statistic a, then the metric windows with the new state th. */
-static void adapt_step(fly_hmc *k, const double *th, double a)
+void fly_hmc_adapt(fly_hmc *k, const double *th, double a)
 {
   fly_hmc_state *s = &k->st;
   size_t P = k->P;
@@ -287,7 +285,7 @@ fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
     *lp = k->st.lp = lp1;
     tgt->accept(tgt->ctx);
   }
-  if( adapt ) adapt_step(k, th, logr >= 0 ? 1.0 : exp(logr));
+  if( adapt ) fly_hmc_adapt(k, th, logr >= 0 ? 1.0 : exp(logr));
   return FLY_OK;
 }
 

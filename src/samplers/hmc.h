@@ -99,6 +99,12 @@ void   fly_hmc_invalidate(fly_hmc *k);
 fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
                     double *lp, int adapt, int *accepted, fly_err *err);
 
+/* One warm-up adaptation step after a transition that ended at th with
+ * acceptance statistic a (clipped to 1): dual averaging, then the metric
+ * windows.  fly_hmc_step calls it when adapt is set; NUTS (nuts.c), which
+ * shares this state, calls it with its own statistic. */
+void   fly_hmc_adapt(fly_hmc *k, const double *th, double a);
+
 /* The (unjittered) step size a step with this adapt flag uses. */
 double fly_hmc_eps(const fly_hmc *k, int adapt);
 

@@ -12,6 +12,7 @@ const fly_kernel_type *const fly_kernel_types[] = {
   &fly_kernel_mala,
   &fly_kernel_slice,
   &fly_kernel_hmc,
+  &fly_kernel_nuts,
   NULL
 };
 

@@ -68,6 +68,7 @@ extern const fly_kernel_type fly_kernel_mh;     /* mh.c */
 extern const fly_kernel_type fly_kernel_mala;   /* mala.c */
 extern const fly_kernel_type fly_kernel_slice;  /* slice.c */
 extern const fly_kernel_type fly_kernel_hmc;    /* hmc.c */
+extern const fly_kernel_type fly_kernel_nuts;   /* nuts.c */
 
 /* Every kernel, NULL-terminated; a kernel's index is its fly_kernel number. */
 extern const fly_kernel_type *const fly_kernel_types[];

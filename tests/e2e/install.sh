@@ -114,7 +114,7 @@ complete_words() {
 eq "flydb sa<TAB>" "$(complete_words flydb sa)" "sample "
 eq "flydb <TAB>" "$(complete_words flydb '' | wc -w)" "$(($(echo "$cmds" | wc -w) + 2))"
 eq "flydb sample --sam<TAB>" "$(complete_words flydb sample --sam)" "--sampler "
-eq "flydb sample --sampler <TAB>" "$(complete_words flydb sample --sampler '')" "hmc mala mh slice "
+eq "flydb sample --sampler <TAB>" "$(complete_words flydb sample --sampler '')" "hmc mala mh nuts slice "
 eq "flydb sample --z=<TAB>" "$(complete_words flydb sample --z = '')" "explicit gibbs implicit "
 eq "flydb summary --format c<TAB>" "$(complete_words flydb summary --format c)" "csv "
 eq "flydb ingest --no<TAB>" "$(complete_words flydb ingest --no)" "--no-intercept "
