@@ -1,11 +1,13 @@
 /*
- * test_kernels.c -- the gradient and slice theta kernels (MALA, slice, HMC)
+ * test_kernels.c -- the gradient and slice theta kernels (MALA, slice, HMC,
+ * NUTS)
  * against targets whose moments are known exactly.
  *
  * Targets: (a) a 2-D Gaussian with correlation 0.9 and sds 1, 2, with L its
  * Cholesky factor and with L = NULL; (b) a 5-D Gaussian with condition
  * number 100 under a wrong-but-reasonable L (correlations shrunk by 20%,
- * scales off by up to 30%), HMC also with the diagonal metric adapted;
+ * scales off by up to 30%), HMC and NUTS also with the diagonal metric
+ * adapted;
  * (c) log Y for Y ~ Gamma(3, 1): mean digamma(3), variance trigamma(3);
  * (d) a half-normal, whose -inf outside x > 0 exercises rejections,
  * divergences and stepping out into zero density.
@@ -27,6 +29,7 @@
 #include "samplers/hmc.h"
 #include "samplers/kernel.h"
 #include "samplers/mala.h"
+#include "samplers/nuts.h"
 #include "samplers/slice.h"
 
 #include <math.h>
@@ -105,15 +108,23 @@ static void t_accept(void *ctx)
 
 /* ---- one interface over the three kernels ------------------------------ */
 
-enum { K_MALA, K_SLICE, K_HMC };
-static const char *kname[] = { "mala", "slice", "hmc" };
+enum { K_MALA, K_SLICE, K_HMC, K_NUTS, N_K };
+static const char *kname[] = { "mala", "slice", "hmc", "nuts" };
 
 typedef struct kern {
   int       kd;
   fly_mala  mala;
   fly_slice slice;
   fly_hmc   hmc;
+  fly_nuts  nuts;
 } kern;
+
+/* HMC's state: HMC's own or the one NUTS embeds */
+static fly_hmc *hmc_of(kern *k) { return k->kd == K_NUTS ? &k->nuts.h : &k->hmc; }
+static const fly_hmc *chmc_of(const kern *k)
+{
+  return k->kd == K_NUTS ? &k->nuts.h : &k->hmc;
+}
 
 /* opt: HMC's n_warmup for the metric windows (0 = none); slice's m (0 =
  * the default 32). */
@@ -129,6 +140,7 @@ static fly_rc kern_init(kern *k, int kd, size_t P, const double *L, size_t opt)
     rc = fly_slice_init(&k->slice, P, L, 1.0, &err);
     if( opt ) k->slice.m = opt;
     break;
+  case K_NUTS: rc = fly_nuts_init(&k->nuts, P, L, 1.0, opt, &err); break;
   default:
     rc = fly_hmc_init(&k->hmc, P, L, 0.5, &err);
     k->hmc.n_warmup = opt;
@@ -143,6 +155,7 @@ static void kern_free(kern *k)
   fly_mala_free(&k->mala);
   fly_slice_free(&k->slice);
   fly_hmc_free(&k->hmc);
+  fly_nuts_free(&k->nuts);
 }
 
 static fly_rc kern_step(kern *k, fly_target *tg, fly_rng *rng, double *th,
@@ -159,6 +172,10 @@ static fly_rc kern_step(kern *k, fly_target *tg, fly_rng *rng, double *th,
     rc = fly_slice_step(&k->slice, tg, rng, th, lp, adapt, acc, &err);
     *n_eval = k->slice.n_eval;
     break;
+  case K_NUTS:
+    rc = fly_nuts_step(&k->nuts, tg, rng, th, lp, adapt, acc, &err);
+    *n_eval = k->nuts.h.n_eval;
+    break;
   default:
     rc = fly_hmc_step(&k->hmc, tg, rng, th, lp, adapt, acc, &err);
     *n_eval = k->hmc.n_eval;
@@ -174,7 +191,7 @@ static double kern_eps(const kern *k)
   switch( k->kd ){
   case K_MALA:  return fly_mala_eps(&k->mala);
   case K_SLICE: return k->slice.st.w;
-  default:      return fly_hmc_eps(&k->hmc, 0);
+  default:      return fly_hmc_eps(chmc_of(k), 0);
   }
 }
 
@@ -189,12 +206,12 @@ static size_t kern_adapt_vec(const kern *k, double *v)
     v[0] = k->slice.st.w; v[1] = k->slice.st.n_adapt;
     return 2;
   default: {
-    const fly_hmc_state *s = &k->hmc.st;
+    const fly_hmc_state *s = &chmc_of(k)->st;
     size_t n = 0;
     v[n++] = s->log_eps; v[n++] = s->log_eps_bar; v[n++] = s->h_bar;
     v[n++] = s->mu; v[n++] = s->n_da; v[n++] = s->n_adapt;
     v[n++] = s->win_next; v[n++] = s->win_size; v[n++] = s->n_win;
-    for(size_t i = 0; i < k->hmc.P; i++) v[n++] = k->hmc.minv[i];
+    for(size_t i = 0; i < chmc_of(k)->P; i++) v[n++] = chmc_of(k)->minv[i];
     return n;
   }
   }
@@ -205,7 +222,7 @@ static size_t kern_ckpt_size(const kern *k)
   switch( k->kd ){
   case K_MALA:  return fly_mala_ckpt_size(&k->mala);
   case K_SLICE: return sizeof k->slice.st;
-  default:      return fly_hmc_ckpt_size(&k->hmc);
+  default:      return fly_hmc_ckpt_size(chmc_of(k));
   }
 }
 
@@ -214,7 +231,7 @@ static void kern_ckpt_save(const kern *k, void *buf)
   switch( k->kd ){
   case K_MALA:  fly_mala_ckpt_save(&k->mala, buf); break;
   case K_SLICE: memcpy(buf, &k->slice.st, sizeof k->slice.st); break;
-  default:      fly_hmc_ckpt_save(&k->hmc, buf); break;
+  default:      fly_hmc_ckpt_save(chmc_of(k), buf); break;
   }
 }
 
@@ -223,7 +240,7 @@ static fly_rc kern_ckpt_load(kern *k, const void *buf, size_t len)
   switch( k->kd ){
   case K_MALA:  return fly_mala_ckpt_load(&k->mala, buf, len, NULL);
   case K_SLICE: memcpy(&k->slice.st, buf, sizeof k->slice.st); return FLY_OK;
-  default:      return fly_hmc_ckpt_load(&k->hmc, buf, len, NULL);
+  default:      return fly_hmc_ckpt_load(hmc_of(k), buf, len, NULL);
   }
 }
 
@@ -461,7 +478,7 @@ static void make_cases(tcase *c2, tcase *c2n, tcase *c5, tcase *clg, tcase *chn)
 static void run_case(int kd, const tcase *c, uint64_t seed, size_t n_warm,
                      size_t n_iter, size_t opt)
 {
-  size_t metric_warmup = kd == K_HMC ? opt : 0;
+  size_t metric_warmup = kd == K_HMC || kd == K_NUTS ? opt : 0;
   kern k;
   ttgt t = c->t;
   run_stats rs;
@@ -483,9 +500,9 @@ static void run_case(int kd, const tcase *c, uint64_t seed, size_t n_warm,
   if( rs.rc == FLY_OK ){
     TAP_DIAG("%s: acceptance %.3f, %.2f logp calls/iteration, eps %.4g",
              name, rs.acc, rs.evals, rs.eps);
-    if( kd == K_HMC && metric_warmup ){
+    if( metric_warmup ){
       TAP_DIAG("  adapted inverse mass (whitened):");
-      for(size_t i = 0; i < c->t.P; i++) TAP_DIAG("    %.4f", k.hmc.minv[i]);
+      for(size_t i = 0; i < c->t.P; i++) TAP_DIAG("    %.4f", hmc_of(&k)->minv[i]);
     }
     check_moments(name, draws, n_iter, c->t.P, c->mean, c->var);
     TAP_OK(rs.frozen, "%s: adaptation frozen after warm-up", name);
@@ -494,22 +511,23 @@ static void run_case(int kd, const tcase *c, uint64_t seed, size_t n_warm,
            "is the state (%ld accepts, %ld bad)", name, t.n_accept, t.bad_accept);
     if( kd == K_SLICE )
       TAP_OK(t.n_grad == 0, "%s: no gradient requested (%ld)", name, t.n_grad);
-    if( kd == K_HMC && metric_warmup ){
+    if( metric_warmup ){
       int moved = 0;
-      for(size_t i = 0; i < c->t.P; i++) moved |= k.hmc.minv[i] != 1.0;
+      for(size_t i = 0; i < c->t.P; i++) moved |= hmc_of(&k)->minv[i] != 1.0;
       TAP_OK(moved, "%s: the diagonal metric was adapted", name);
     }
     /* The step-size recursions reach their targets on Gaussians.  With the
      * metric adapted, dual averaging restarts at the last window end and
      * has only Stan's 50-step terminal buffer: like Stan, it ends with a
      * conservative eps (acceptance about 0.95 here), so only sanity is
-     * asked of it. */
-    if( c->t.kind == T_GAUSS && kd != K_SLICE && !metric_warmup ){
+     * asked of it.  NUTS's "acceptance" is the fraction of steps that
+     * moved, which dual averaging does not target. */
+    if( c->t.kind == T_GAUSS && kd != K_SLICE && kd != K_NUTS && !metric_warmup ){
       double want = kd == K_MALA ? 0.574 : 0.8;
       TAP_OK(fabs(rs.acc - want) < 0.1, "%s: acceptance %.3f near %.3f",
              name, rs.acc, want);
     }
-    if( c->t.kind == T_GAUSS && metric_warmup )
+    if( c->t.kind == T_GAUSS && metric_warmup && kd != K_NUTS )
       TAP_OK(rs.acc >= 0.7 && rs.acc < 0.99,
              "%s: acceptance %.3f between 0.7 and 0.99", name, rs.acc);
   }
@@ -581,7 +599,7 @@ static void test_checkpoint(int kd, const tcase *c, uint64_t seed, int drop_cach
     }else{
       ok = kern_ckpt_load(&k, buf, len) == FLY_OK;
       if( drop_cache && kd == K_MALA ) fly_mala_invalidate(&k.mala);
-      if( drop_cache && kd == K_HMC ) fly_hmc_invalidate(&k.hmc);
+      if( drop_cache && (kd == K_HMC || kd == K_NUTS) ) fly_hmc_invalidate(hmc_of(&k));
       rng = rng_s;
       memcpy(th, th_s, sizeof th);
       lp = lp_s;
@@ -636,19 +654,28 @@ static void test_invalidate(int kd, const tcase *c, uint64_t seed, size_t n_iter
   t_accept(&t);
   for(size_t it = 0; it < n_warm + n_iter && ok; it++){
     if( kd == K_MALA ) fly_mala_invalidate(&k.mala);
-    else fly_hmc_invalidate(&k.hmc);
+    else fly_hmc_invalidate(hmc_of(&k));
     ok = kern_step(&k, &tg, &rng, th, &lp, it < n_warm, &acc, &ne) == FLY_OK;
-    if( ne != want ) evals_ok = 0;
+    if( kd == K_NUTS ){
+      /* prime, the leapfrogs, and the sampled point unless it was the last */
+      long extra = acc && k.nuts.sidx != k.nuts.n_leapfrog;
+      if( ne != 1 + k.nuts.n_leapfrog + extra ) evals_ok = 0;
+    }else if( ne != want ) evals_ok = 0;
     if( memcmp(t.cur, th, P * sizeof *th) != 0 ) contract = 0;
     if( it >= n_warm ) memcpy(draws + (it - n_warm) * P, th, P * sizeof *th);
   }
-  TAP_OK(ok && evals_ok, "%s: %ld logp calls every step", name, want);
+  if( kd == K_NUTS )
+    TAP_OK(ok && evals_ok, "%s: 1 + leapfrogs (+1 at a sampled point not the "
+           "last evaluated) logp calls every step", name);
+  else
+    TAP_OK(ok && evals_ok, "%s: %ld logp calls every step", name, want);
   TAP_OK(contract && t.bad_accept == 0, "%s: target contract held", name);
   if( ok ) check_moments(name, draws, n_iter, P, c->mean, c->var);
 
   /* a *lp that is not the cached one forces a re-evaluation */
   double lp_true = lp, lp_bad = lp + 1;
   ok = kern_step(&k, &tg, &rng, th, &lp_bad, 0, &acc, &ne) == FLY_OK;
+  if( kd == K_NUTS ) want = 1 + k.nuts.n_leapfrog + (acc && k.nuts.sidx != k.nuts.n_leapfrog);
   TAP_OK(ok && ne == want && (acc || lp_bad == lp_true),
          "%s: a changed *lp re-evaluates the current point", kname[kd]);
   kern_free(&k);
@@ -670,6 +697,26 @@ static void test_misuse(void)
   fly_mala_free(NULL);
   fly_slice_free(NULL);
   fly_hmc_free(NULL);
+  {
+    fly_nuts nu;
+    TAP_OK(fly_nuts_init(&nu, 0, NULL, 1, 0, &err) == FLY_MISUSE, "nuts: P = 0 refused");
+    fly_nuts_free(&nu);
+    fly_nuts_free(NULL);
+    if( fly_nuts_init(&nu, 1, NULL, 1, 0, &err) == FLY_OK ){
+      ttgt t = { 0 };
+      fly_target tg = { &t, 1, t_logp, t_accept };
+      fly_rng rng;
+      double th = 1, lp = -0.5;
+      int acc;
+      t.kind = T_HALFNORM;
+      t.P = 1;
+      nu.max_depth = 0;
+      fly_rng_seed(&rng, 1, 0);
+      TAP_OK(fly_nuts_step(&nu, &tg, &rng, &th, &lp, 0, &acc, &err) == FLY_MISUSE,
+             "nuts: max_depth = 0 is FLY_MISUSE");
+      fly_nuts_free(&nu);
+    }
+  }
 
   /* slice from a point of zero density is an error, not a hang */
   if( fly_slice_init(&s, 1, NULL, 1, &err) == FLY_OK ){
@@ -710,7 +757,8 @@ static void test_tables(const tcase *c, uint64_t seed)
 {
   size_t P = c->t.P, n1 = 50, n2 = 150;
   const double d = (double)P;
-  const double want[] = { 2.38 / sqrt(d), 1.65 * pow(d, -1.0 / 6), 2.0, 1.0 / sqrt(16.0) };
+  const double want[] = { 2.38 / sqrt(d), 1.65 * pow(d, -1.0 / 6), 2.0, 1.0 / sqrt(16.0),
+                          1.0 };
   size_t nk = 0;
   for(; fly_kernel_types[nk]; nk++){
     const fly_kernel_type *kt = fly_kernel_types[nk];
@@ -725,7 +773,7 @@ static void test_tables(const tcase *c, uint64_t seed)
     int acc, ok = a && b;
 
     TAP_OK(fly_kernel_type_find(kt->name) == kt, "%s: found by its name", kt->name);
-    TAP_OK(nk >= 4 || kt->default_step(P, 0) == want[nk], "%s: default step %g",
+    TAP_OK(nk >= 5 || kt->default_step(P, 0) == want[nk], "%s: default step %g",
            kt->name, kt->default_step(P, 0));
     fly_rng_seed(&rng, seed + nk, 0);
     memcpy(th, c->th0, P * sizeof *th);
@@ -756,9 +804,9 @@ static void test_tables(const tcase *c, uint64_t seed)
     fly_free(a);
     fly_free(b);
   }
-  TAP_OK(nk == 4 && fly_kernel_type_find("nuts") == NULL &&
+  TAP_OK(nk == 5 && fly_kernel_type_find("nope") == NULL &&
          fly_kernel_hmc.default_step(P, 4) == 0.5,
-         "4 kernels listed; an unknown name is not found; hmc's step follows n_leap");
+         "5 kernels listed; an unknown name is not found; hmc's step follows n_leap");
 }
 
 int main(void)
@@ -773,18 +821,20 @@ int main(void)
   make_cases(&c2, &c2n, &c5, &clg, &chn);
   TAP_DIAG("base seed %llu, %zu warm-up + %zu iterations per run",
            (unsigned long long)seed, n_warm, n_iter);
-  for(int kd = 0; kd < 3; kd++)
+  for(int kd = 0; kd < N_K; kd++)
     for(int ci = 0; ci < 5; ci++)
       run_case(kd, cases[ci], seed + (uint64_t)(10 * kd + ci), n_warm, n_iter, 0);
   run_case(K_HMC, &c5, seed + 99, n_warm, n_iter, n_warm);
   run_case(K_HMC, &c2n, seed + 98, n_warm, n_iter, n_warm);
+  run_case(K_NUTS, &c5, seed + 94, n_warm, n_iter, n_warm);
+  run_case(K_NUTS, &c2n, seed + 93, n_warm, n_iter, n_warm);
   /* little or no stepping out: the random placement of the first interval
    * and the shrinkage carry the correctness */
   run_case(K_SLICE, &clg, seed + 97, n_warm, n_iter, 1);
   run_case(K_SLICE, &c2, seed + 96, n_warm, n_iter, 2);
   run_case(K_SLICE, &clg, seed + 95, n_warm, n_iter, 2);
 
-  for(int kd = 0; kd < 3; kd++){
+  for(int kd = 0; kd < N_K; kd++){
     test_determinism(kd, &c5, seed + 200 + (uint64_t)kd);
     test_checkpoint(kd, &c5, seed + 300 + (uint64_t)kd, 0);
     if( kd != K_SLICE ){
