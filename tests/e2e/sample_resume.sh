@@ -335,8 +335,11 @@ if [ $accurate = 1 ]; then
   kill_test "slice, implicit" 3 "${BASE[@]}" --sampler slice --z implicit
   kill_test "hmc, regular" 3 "${BASE[@]}" --sampler hmc --regular
   kill_test "hmc, gibbs" 3 "${BASE[@]}" --sampler hmc --theta-steps 4
+  kill_test "nuts, regular" 3 "${BASE[@]}" --sampler nuts --regular
+  kill_test "nuts, gibbs" 3 "${BASE[@]}" --sampler nuts
 else
   kill_test "mala, gibbs" 1 "${BASE[@]}" --sampler mala
   kill_test "slice, implicit" 1 "${BASE[@]}" --sampler slice --z implicit
   kill_test "hmc, gibbs" 1 "${BASE[@]}" --sampler hmc --theta-steps 4
+  kill_test "nuts, gibbs" 1 "${BASE[@]}" --sampler nuts
 fi
