@@ -57,6 +57,7 @@ int main(int argc, char **argv)
     { "slice, implicit=0.2",              FLY_Z_IMPLICIT, 0.2, 0, FLY_K_SLICE, 0 },
     { "hmc, regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_HMC,   0 },
     { "hmc, explicit=0.1 (fixed bounds)", FLY_Z_EXPLICIT, 0.1, 1, FLY_K_HMC,   0 },
+    { "nuts, gibbs",                      FLY_Z_GIBBS,    0,   0, FLY_K_NUTS,  0 },
   };
   fly_rng rng;
 

@@ -140,6 +140,9 @@ static const st_mode modes[] = {
   { "hmc, regular",                FLY_Z_REGULAR,  0,   0, FLY_K_HMC,  0 },
   { "hmc, gibbs",                  FLY_Z_GIBBS,    0,   0, FLY_K_HMC,  0 },
   { "hmc, implicit (fixed)",       FLY_Z_IMPLICIT, 0.1, 1, FLY_K_HMC,  0 },
+  { "nuts, regular",               FLY_Z_REGULAR,  0,   0, FLY_K_NUTS, 0 },
+  { "nuts, gibbs",                 FLY_Z_GIBBS,    0,   0, FLY_K_NUTS, 0 },
+  { "nuts, implicit (fixed)",      FLY_Z_IMPLICIT, 0.1, 1, FLY_K_NUTS, 0 },
 };
 
 int main(int argc, char **argv)
