@@ -144,7 +144,7 @@ int main(void)
     { "gibbs + sketch", FLY_Z_GIBBS, 1 },
     { "gibbs, every z step a screened scan", FLY_Z_GIBBS, 2 },
   };
-  for(int k = FLY_K_MH; k <= FLY_K_HMC; k++)
+  for(int k = FLY_K_MH; k <= FLY_K_NUTS; k++)
     for(size_t i = 0; i < sizeof modes / sizeof modes[0]; i++){
       fly_chain_cfg cfg;
       char name[64];
@@ -163,7 +163,7 @@ int main(void)
       cfg.z_param = modes[i].z == FLY_Z_GIBBS ? 0 : modes[i].zp;
       cfg.scan_frac = modes[i].zp == 2 ? 0 : 0.25;
       cfg.kernel = (fly_kernel)k;
-      cfg.eps0 = k == FLY_K_SLICE ? 2.0 : k == FLY_K_HMC ? 0.25 : 0.5;
+      cfg.eps0 = k == FLY_K_SLICE ? 2.0 : k == FLY_K_HMC ? 0.25 : k == FLY_K_NUTS ? 1.0 : 0.5;
       cfg.n_warmup = WARM;
       cfg.n_leap = 8;
       cfg.cache_bytes = 64 << 20;
