@@ -23,8 +23,11 @@
  * The acceptance statistic for dual averaging is the mean of
  * min(1, exp(H0 - H)) over the trajectory's leapfrog points (Stan's).
  *
- * Cost per step: 2^depth - 1 logp-with-gradient calls (at most 1023), +1 at
- * the sampled point when it is not the last one evaluated (target.h),
+ * Cost per step: one logp-with-gradient call per leapfrog (2^depth - 1 for
+ * a tree that stopped at a U-turn or the depth limit, at most 2^10 - 1 =
+ * 1023, plus the part of a discarded last subtree up to the U-turn or
+ * divergence that ended it), +1 at the sampled point when it is not the
+ * last one evaluated (target.h),
  * plus O(P^2) per leapfrog for the products with L.  No allocation after
  * fly_nuts_init; recursion depth at most max_depth.
  */
