@@ -401,6 +401,7 @@ static void fill_stats(fly_chain *c, int64_t acc, double eps, fly_iter_stats *s)
   s->accepted = acc;
   s->eps = eps;
   s->scanned = c->scanned;
+  s->has_kstats = 0;
 }
 
 /* The step size (slice: interval width) the next theta step uses. */
@@ -409,22 +410,39 @@ static double kernel_eps(const fly_chain *c, int adapt)
   return c->kt->eps(c->ks, adapt);
 }
 
+/* Fold the kernel's statistics of update k (0-based) into *ks. */
+static void kstats_add(const fly_chain *c, int64_t k, fly_kernel_stats *ks)
+{
+  fly_kernel_stats one;
+  c->kt->stats(c->ks, &one);
+  if( k == 0 ){ *ks = one; return; }
+  if( one.treedepth > ks->treedepth ) ks->treedepth = one.treedepth;
+  ks->n_leapfrog += one.n_leapfrog;
+  ks->divergent |= one.divergent;
+  ks->energy = one.energy;
+  ks->accept_stat += (one.accept_stat - ks->accept_stat) / (double)(k + 1);
+}
+
 fly_rc fly_chain_step(fly_chain *c, int adapt, fly_iter_stats *s, fly_err *err)
 {
   fly_rc rc = FLY_OK;
   int64_t acc = 0, K = theta_steps(c->cfg);
   double eps = kernel_eps(c, adapt);
+  fly_kernel_stats ks = {0, 0, 0, 0, 0};
   reset_counters(c);
   fly_prof_push(&c->prof, FLY_PROF_THETA);
   for(int64_t k = 0; k < K && rc == FLY_OK; k++){
     int a = 0;
     rc = c->kt->step(c->ks, &c->tgt, &c->rng, c->th, &c->lp, adapt, &a, err);
     acc += a;
+    if( rc == FLY_OK && c->kt->stats ) kstats_add(c, k, &ks);
   }
   fly_prof_pop(&c->prof);
   if( rc == FLY_OK ) rc = zstep(c, err);
   if( rc ) return rc;
   fill_stats(c, acc, eps, s);
+  s->has_kstats = c->kt->stats != NULL;
+  s->kstats = ks;
   if( isnan(c->lp) ) return nan_fail(c, err, "after the z step");
   return FLY_OK;
 }

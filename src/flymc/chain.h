@@ -95,6 +95,12 @@ typedef struct fly_iter_stats {
   int64_t accepted;    /* theta proposals accepted this iteration (0..theta_steps) */
   double  eps;         /* step size used (by the first theta update) */
   int     scanned;     /* the z step fell back to a sequential scan */
+  /* The theta kernel's own statistics (kernel.h), has_kstats = 0 for a
+   * kernel without them.  Over theta_steps updates: the largest tree
+   * depth, the leapfrogs summed, divergent if any update diverged, the
+   * energy of the last and the mean acceptance statistic. */
+  int     has_kstats;
+  fly_kernel_stats kstats;
 } fly_iter_stats;
 
 typedef struct fly_chain fly_chain;

@@ -109,7 +109,9 @@ static void *run_chain(void *arg)
     atomic_store(&j->bright, s.n_bright);
     if( it % rc_->thin == 0 ){
       fly_trace_row row = { s.lp, s.n_bright, s.n_lik, s.n_reads,
-                            (double)s.accepted / (double)rc_->theta_steps, s.eps, NAN };
+                            (double)s.accepted / (double)rc_->theta_steps, s.eps, NAN,
+                            s.has_kstats, s.kstats.treedepth, s.kstats.n_leapfrog,
+                            s.kstats.divergent, s.kstats.energy, s.kstats.accept_stat };
       if( rc_->full_logpost_every > 0 && it % rc_->full_logpost_every == 0 ){
         double secs = 0;
         if( (rc = fly_chain_full_logpost(ch, &row.full_logpost, &secs, err)) ) goto done;

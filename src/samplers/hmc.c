@@ -369,5 +369,5 @@ static fly_rc hmc_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
 
 const fly_kernel_type fly_kernel_hmc = {
   "hmc", sizeof(fly_hmc), hmc_default_step, hmc_init, hmc_free, hmc_step, hmc_eps,
-  hmc_invalidate, hmc_ckpt_size, hmc_ckpt_save, hmc_ckpt_load
+  hmc_invalidate, hmc_ckpt_size, hmc_ckpt_save, hmc_ckpt_load, NULL
 };

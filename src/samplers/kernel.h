@@ -35,6 +35,16 @@ typedef struct fly_kernel_cfg {
                              windows; 0: no metric adaptation) */
 } fly_kernel_cfg;
 
+/* Statistics of a kernel's last step, for kernels that report them (NUTS,
+ * as Stan reports them). */
+typedef struct fly_kernel_stats {
+  int    treedepth;      /* tree depth reached */
+  long   n_leapfrog;     /* leapfrog steps taken (gradient evaluations) */
+  int    divergent;      /* 1 if the trajectory ended at a divergence */
+  double energy;         /* Hamiltonian at the sampled point */
+  double accept_stat;    /* mean of min(1, exp(H0 - H)) over the trajectory */
+} fly_kernel_stats;
+
 typedef struct fly_kernel_type {
   const char *name;                   /* "mh", as --sampler spells it */
   size_t      state_size;             /* bytes of state the caller provides */
@@ -62,6 +72,8 @@ typedef struct fly_kernel_type {
   size_t (*ckpt_size)(const void *k);
   void   (*ckpt_save)(const void *k, void *buf);
   fly_rc (*ckpt_load)(void *k, const void *buf, size_t len, fly_err *err);
+  /* The statistics of the last step (NULL: the kernel has none). */
+  void   (*stats)(const void *k, fly_kernel_stats *out);
 } fly_kernel_type;
 
 extern const fly_kernel_type fly_kernel_mh;     /* mh.c */

@@ -228,5 +228,5 @@ static fly_rc mala_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
 
 const fly_kernel_type fly_kernel_mala = {
   "mala", sizeof(fly_mala), mala_default_step, mala_init, mala_free, mala_step,
-  mala_eps, mala_invalidate, mala_ckpt_size, mala_ckpt_save, mala_ckpt_load
+  mala_eps, mala_invalidate, mala_ckpt_size, mala_ckpt_save, mala_ckpt_load, NULL
 };

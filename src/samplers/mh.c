@@ -113,5 +113,5 @@ static fly_rc mh_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
 
 const fly_kernel_type fly_kernel_mh = {
   "mh", sizeof(fly_mh), mh_default_step, mh_init, mh_free, mh_step, mh_eps,
-  NULL, mh_ckpt_size, mh_ckpt_save, mh_ckpt_load
+  NULL, mh_ckpt_size, mh_ckpt_save, mh_ckpt_load, NULL
 };

@@ -403,7 +403,17 @@ static fly_rc nuts_ckpt_load(void *k, const void *buf, size_t len, fly_err *err)
   return fly_hmc_ckpt_load(&((fly_nuts *)k)->h, buf, len, err);
 }
 
+static void nuts_stats(const void *k_, fly_kernel_stats *out)
+{
+  const fly_nuts *k = k_;
+  out->treedepth = k->depth;
+  out->n_leapfrog = k->n_leapfrog;
+  out->divergent = k->divergent;
+  out->energy = k->energy;
+  out->accept_stat = k->accept_stat;
+}
+
 const fly_kernel_type fly_kernel_nuts = {
   "nuts", sizeof(fly_nuts), nuts_default_step, nuts_init, nuts_free, nuts_step,
-  nuts_eps, nuts_invalidate, nuts_ckpt_size, nuts_ckpt_save, nuts_ckpt_load
+  nuts_eps, nuts_invalidate, nuts_ckpt_size, nuts_ckpt_save, nuts_ckpt_load, nuts_stats
 };

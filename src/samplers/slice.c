@@ -191,5 +191,5 @@ static fly_rc slice_ckpt_load(void *k, const void *buf, size_t len, fly_err *err
 
 const fly_kernel_type fly_kernel_slice = {
   "slice", sizeof(fly_slice), slice_default_step, slice_init, slice_free, slice_step,
-  slice_eps, NULL, slice_ckpt_size, slice_ckpt_save, slice_ckpt_load
+  slice_eps, NULL, slice_ckpt_size, slice_ckpt_save, slice_ckpt_load, NULL
 };

@@ -41,7 +41,7 @@ struct fly_trace {
 };
 
 #define BLOCK 64     /* parameters per draw_block row (columns v0..v63) */
-#define DIAG  7      /* diagnostics columns, bound as ?(5+BLOCK) .. */
+#define DIAG  12     /* diagnostics columns, bound as ?(5+BLOCK) .. */
 
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err)
@@ -65,7 +65,8 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
     int n = snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk");
     for(int k = 0; k < BLOCK; k++) n += snprintf(sql + n, sizeof sql - (size_t)n, ", v%d", k);
     n += snprintf(sql + n, sizeof sql - (size_t)n, ", log_joint, n_bright, n_lik_evals, "
-                  "n_reads, accepted, step_size, full_logpost) VALUES (?1,?2,?3,?4");
+                  "n_reads, accepted, step_size, full_logpost, treedepth, n_leapfrog, "
+                  "divergent, energy, accept_stat) VALUES (?1,?2,?3,?4");
     for(int k = 0; k < BLOCK + DIAG; k++) n += snprintf(sql + n, sizeof sql - (size_t)n, ",?%d", 5 + k);
     snprintf(sql + n, sizeof sql - (size_t)n, ")");
     if( (rc = fly_db_prepare(t->db, sql, &t->ins_draw, err)) ) goto done;
@@ -149,6 +150,15 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
         sqlite3_bind_double(st, d + 5, w->step_size);
         if( w->full_logpost == w->full_logpost ) sqlite3_bind_double(st, d + 6, w->full_logpost);
         else sqlite3_bind_null(st, d + 6);
+        if( w->has_kstats ){
+          sqlite3_bind_int64(st, d + 7, w->treedepth);
+          sqlite3_bind_int64(st, d + 8, w->n_leapfrog);
+          sqlite3_bind_int64(st, d + 9, w->divergent);
+          sqlite3_bind_double(st, d + 10, w->energy);
+          sqlite3_bind_double(st, d + 11, w->accept_stat);
+        }else{
+          for(k = 7; k < DIAG; k++) sqlite3_bind_null(st, d + (int)k);
+        }
       }else if( b == 1 ){
         for(k = 0; k < DIAG; k++) sqlite3_bind_null(st, d + (int)k);
       }
@@ -424,6 +434,18 @@ fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int
   return rc;
 }
 
+/* The kernel statistics in columns i .. i+4 (treedepth first; NULL there:
+ * none). */
+static void kstats_read(sqlite3_stmt *st, int i, fly_trace_row *w)
+{
+  w->has_kstats = sqlite3_column_type(st, i) != SQLITE_NULL;
+  w->treedepth = (int)sqlite3_column_int64(st, i);
+  w->n_leapfrog = sqlite3_column_int64(st, i + 1);
+  w->divergent = (int)sqlite3_column_int64(st, i + 2);
+  w->energy = col_real(st, i + 3);
+  w->accept_stat = col_real(st, i + 4);
+}
+
 fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_t cap,
                              fly_trace_row *rows, int64_t *iters, size_t *n, fly_err *err)
 {
@@ -433,7 +455,8 @@ fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_
   *n = 0;
   if( c >= r->run.n_chains ) return bad_chain(r, c, err);
   fly_rc rc = fly_db_prepare(r->db, "SELECT iter, log_joint, n_bright, n_lik_evals, n_reads, "
-                             "accepted, step_size, full_logpost FROM iteration WHERE "
+                             "accepted, step_size, full_logpost, treedepth, n_leapfrog, "
+                             "divergent, energy, accept_stat FROM iteration WHERE "
                              "run_id = ?1 AND chain = ?2 AND iter > ?3 ORDER BY iter", &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, r->run.id);
@@ -449,6 +472,7 @@ fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_
     w->accepted = sqlite3_column_double(st, 5);
     w->step_size = col_real(st, 6);
     w->full_logpost = col_real(st, 7);
+    kstats_read(st, 8, w);
     t++;
   }
   if( t < cap && s != SQLITE_DONE ) rc = fly_db_fail(r->db, err, "reading diagnostics");
@@ -491,7 +515,8 @@ fly_rc fly_trace_scan_start(fly_trace_reader *r, size_t c, int64_t after, fly_er
     char sql[1024], cols[512];
     value_cols(cols, sizeof cols);
     snprintf(sql, sizeof sql, "SELECT iter, blk, n_bright, log_joint, n_lik_evals, n_reads, "
-             "accepted, step_size, full_logpost%s FROM draw_block WHERE run_id = ?1 AND "
+             "accepted, step_size, full_logpost, treedepth, n_leapfrog, divergent, energy, "
+             "accept_stat%s FROM draw_block WHERE run_id = ?1 AND "
              "chain = ?2 AND iter > ?3 ORDER BY iter, blk", cols);
     fly_rc rc = fly_db_prepare(r->db, sql, &r->scan, err);
     if( rc ) return rc;
@@ -532,6 +557,7 @@ fly_rc fly_trace_scan_next(fly_trace_reader *r, int64_t *iter, fly_trace_row *ro
   row->accepted = sqlite3_column_double(st, 6);
   row->step_size = col_real(st, 7);
   row->full_logpost = col_real(st, 8);
+  kstats_read(st, 9, row);
   for(;;){
     size_t lo = (size_t)sqlite3_column_int64(st, 1) * BLOCK;
     for(size_t p = lo; p < P && p < lo + BLOCK; p++, got++)

@@ -42,6 +42,14 @@ typedef struct fly_trace_row {   /* per-iteration diagnostics */
   double  accepted;    /* fraction of the iteration's theta proposals accepted */
   double  step_size;
   double  full_logpost;   /* NaN when not computed (stored as NULL) */
+  /* The theta kernel's statistics (NUTS; samplers/kernel.h), stored as
+   * NULL and read back as has_kstats = 0 for kernels without them. */
+  int     has_kstats;
+  int     treedepth;
+  int64_t n_leapfrog;
+  int     divergent;      /* 0/1 */
+  double  energy;         /* Hamiltonian at the sampled point */
+  double  accept_stat;    /* mean min(1, exp(H0 - H)) over the tree */
 } fly_trace_row;
 
 /* Open a writer for (run, chain) with P parameters, buffering up to

@@ -3,7 +3,8 @@
 # made by flydb built from commit d10e41a, schema version 5): toy logistic
 # data, run 1 complete (--iters 20000 --thin 100 --seed 5) and run 2 with
 # the same options stopped by ^C at about 8,600 iterations.  Today's flydb
-# must open it (migrating it to the typed run_setting), summarise run 1,
+# must open it (migrating it to the typed run_setting and the kernel
+# statistics columns, NULL for its MH runs), summarise run 1,
 # resume run 2 from its stored configuration to exactly the draws of run 1,
 # and find nothing wrong with it.
 . "$(dirname "$0")/lib.sh"
@@ -18,7 +19,11 @@ expect 0 "$FLYDB" summary 1 --db old.db
 out_has "ess_bulk" "(Intercept)"
 ok "run 1 of the old file summarises"
 
-eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" "6 2"
+eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" "7 2"
+eq "old iterations have no kernel statistics" \
+   "$(q old.db "SELECT count(*) > 0, count(treedepth), count(n_leapfrog), count(divergent),
+                       count(energy), count(accept_stat) FROM iteration")" \
+   "$(printf '1\t0\t0\t0\t0\t0')"
 eq "typed setting of run 2" \
    "$(q old.db "SELECT prior, prior_scale, bounds, theta_steps, proposal, init, sketch,
                        checkpoint_every FROM run_setting WHERE run_id = 2")" \

@@ -35,7 +35,7 @@ static inline double fx_draw(int c, int64_t it, size_t p)
 static inline fly_trace_row fx_diag(int c, int64_t it)
 {
   fly_trace_row row = { -100.0 - (double)it, 10 + (it + c) % 7, 50 + it % 3, 12 + it % 5,
-                        (it + c) % 3 ? 1.0 : 0.0, 0.5, NAN };
+                        (it + c) % 3 ? 1.0 : 0.0, 0.5, NAN, 0, 0, 0, 0, 0, 0 };
   return row;
 }
 

@@ -79,7 +79,7 @@ done:
     if( fly_trace_open(path, 1, c, P, 3, &t, &err) ){ TAP_DIAG("%s", err.msg); return 0; }
     for(int64_t it = THIN; it <= WARM + ITERS; it += THIN){
       fly_trace_row row = { -(double)it, 10 + it, 20 + it, 30 + it, it % 4 ? 0.5 : 1.0,
-                            0.25, it == 6 ? 3.5 : NAN };
+                            0.25, it == 6 ? 3.5 : NAN, 0, 0, 0, 0, 0, 0 };
       for(size_t p = 0; p < P; p++) th[p] = value(c, it, p);
       if( fly_trace_pending(t) == 3 && fly_trace_commit(t, it - THIN, "ck", 2, &err) ) break;
       if( fly_trace_add(t, it, th, &row, &err) ) break;
