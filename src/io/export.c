@@ -22,7 +22,12 @@
  * (CSV-quoted).  lp__ is the log joint log p(theta, z | x) up to a
  * constant (table iteration), accept_stat__ the fraction of the
  * iteration's theta proposals accepted (0 or 1 with one theta update per
- * iteration), stepsize__ the proposal scale.
+ * iteration), stepsize__ the proposal scale.  A run whose kernel reports
+ * step statistics (NUTS: kernel.h stats) has Stan's columns in Stan's order,
+ * lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__, divergent__,
+ * energy__, before flydb's own, and its accept_stat__ is Stan's: the mean of
+ * min(1, exp(H0 - H)) over the tree; an iteration stored without them (by
+ * an older flydb) has nan there.  Other runs' files are as before.
  * Readers split warm-up from sampling rows by num_warmup / thin (cmdstanr
  * rounds up, ArviZ down) while flydb keeps iterations thin, 2 thin, .. of
  * 1..warmup+iters, so when thin does not divide warmup or iters the header
@@ -55,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "samplers/kernel.h"
 #include "util/mem.h"
 
 #define PATH_CAP 4096
@@ -144,7 +150,8 @@ static fly_rc out_finish(outfile *o, size_t n, int ok, fly_err *err)
 /* ---- --format cmdstan --------------------------------------------------- */
 
 static void cmdstan_header(FILE *f, fly_trace_reader *tr, int64_t c, const char *file,
-                           int warm, int64_t num_warmup, int64_t num_samples, int exact)
+                           int warm, int64_t num_warmup, int64_t num_samples, int exact,
+                           int kstats)
 {
   const fly_trace_run *ri = fly_trace_reader_run(tr);
   const char *dflt = " (Default)";
@@ -194,19 +201,35 @@ static void cmdstan_header(FILE *f, fly_trace_reader *tr, int64_t c, const char 
     }
     fputc('"', f);
   }
-  fprintf(f, "\nlp__,accept_stat__,stepsize__,n_bright__,n_lik_evals__,n_reads__");
+  fprintf(f, "\nlp__,accept_stat__,stepsize__%s,n_bright__,n_lik_evals__,n_reads__",
+          kstats ? ",treedepth__,n_leapfrog__,divergent__,energy__" : "");
   for(size_t p = 0; p < P; p++) fprintf(f, ",theta.%zu", p + 1);
   fputc('\n', f);
 }
 
-static void cmdstan_row(FILE *f, const fly_trace_row *row, const double *th, size_t P)
+/* kstats: the run's kernel reports step statistics (the header has their
+ * columns). */
+static void cmdstan_row(FILE *f, const fly_trace_row *row, const double *th, size_t P,
+                        int kstats)
 {
   char b[40];
   fmt_real(b, sizeof b, row->log_joint, 1);
   fputs(b, f);
-  fprintf(f, ",%.17g,", row->accepted);
+  if( !kstats ){
+    fprintf(f, ",%.17g,", row->accepted);
+  }else{
+    fmt_real(b, sizeof b, row->has_kstats ? row->accept_stat : NAN, 1);
+    fprintf(f, ",%s,", b);
+  }
   fmt_real(b, sizeof b, row->step_size, 1);
   fputs(b, f);
+  if( kstats && row->has_kstats ){
+    fmt_real(b, sizeof b, row->energy, 1);
+    fprintf(f, ",%d,%lld,%d,%s", row->treedepth, (long long)row->n_leapfrog,
+            row->divergent, b);
+  }else if( kstats ){
+    fputs(",nan,nan,nan,nan", f);
+  }
   fprintf(f, ",%lld,%lld,%lld", (long long)row->n_bright, (long long)row->n_lik,
           (long long)row->n_reads);
   for(size_t p = 0; p < P; p++){
@@ -258,11 +281,13 @@ fly_rc fly_export_cmdstan_chain(fly_trace_reader *tr, const fly_export_plan *pla
   double frac_w = (ri->n_warmup + ri->n_iters) > 0 ?
       (double)ri->n_warmup / (double)(ri->n_warmup + ri->n_iters) : 0;
   int64_t n_w = 0, n_s = 0;
+  const fly_kernel_type *kt = fly_kernel_type_find(ri->sampler);
+  int kstats = kt && kt->stats;
   fly_rc rc;
 
   if( !th ) return fly_fail(err, FLY_NOMEM, "export");
   cmdstan_header(f, tr, (int64_t)c, file_name, plan->warm, plan->num_warmup,
-                 plan->num_samples, plan->exact);
+                 plan->num_samples, plan->exact, kstats);
   if( (rc = fly_trace_scan_start(tr, c, plan->warm ? 0 : ri->n_warmup, err)) ) goto done;
   for(;;){
     fly_trace_row row;
@@ -282,7 +307,7 @@ fly_rc fly_export_cmdstan_chain(fly_trace_reader *tr, const fly_export_plan *pla
       }
       if( n_s++ >= plan->n_post ) break;
     }
-    cmdstan_row(f, &row, th, P);
+    cmdstan_row(f, &row, th, P, kstats);
   }
   fprintf(f, "# \n#  Elapsed Time: %.3f seconds (Warm-up)\n"
              "#                %.3f seconds (Sampling)\n"
