@@ -5,7 +5,8 @@
  * Table: one line per parameter, then run-level lines: acceptance, mean
  * bright rows, likelihood evaluations and rows read per iteration, the
  * thinning waste of --z gibbs, ESS per second, and warnings as Stan gives
- * them when R-hat > 1.01 or ESS < 100 per chain.  CSV: the parameter
+ * them when R-hat > 1.01 or ESS < 100 per chain, and for NUTS Stan's
+ * sampler warnings: divergences, maximum tree depth, E-BFMI < 0.3.  CSV: the parameter
  * columns, NA for no estimate.  JSON: the run-level figures and the
  * parameters, null for no estimate.
  */
@@ -90,6 +91,15 @@ static void print_json(const fly_summary *s)
   printf(", \"thinning_waste\": "); json_num(s->waste);
   printf(", \"sample_seconds\": "); json_num(s->seconds);
   printf(", \"min_ess_bulk_per_second\": "); json_num(s->ess_per_second);
+  if( s->n_kstats ){
+    printf(", \"kernel_iterations\": %zu, \"divergent\": %zu, \"max_treedepth_hits\": %zu, "
+           "\"ebfmi\": [", s->n_kstats, s->n_divergent, s->n_max_depth);
+    for(size_t c = 0; c < s->n_chains; c++){
+      if( c ) printf(", ");
+      json_num(s->ebfmi[c]);
+    }
+    printf("]");
+  }
   printf(",\n \"variables\": [\n");
   for(size_t p = 0; p < s->n_params; p++){
     double v[NCOL];
@@ -132,6 +142,20 @@ static void print_table(const fly_summary *s)
   if( s->n_warn_ess )
     printf("warning: %zu parameters have bulk or tail ESS < %zu (100 per chain): "
            "estimates are unreliable; run longer\n", s->n_warn_ess, (size_t)(100 * s->n_chains));
+  /* Stan's sampler warnings (rstan check_hmc_diagnostics) */
+  if( s->n_divergent )
+    printf("warning: %zu of %zu post-warm-up iterations ended with a divergence: the "
+           "posterior has regions the integrator cannot follow, and the draws may be "
+           "biased\n", s->n_divergent, s->n_kstats);
+  if( s->n_max_depth )
+    printf("warning: %zu of %zu post-warm-up iterations reached the maximum tree depth "
+           "%d: the trajectories were cut short, which costs efficiency\n", s->n_max_depth,
+           s->n_kstats, s->max_depth);
+  if( s->n_kstats )
+    for(size_t c = 0; c < s->n_chains; c++)
+      if( s->ebfmi[c] < 0.3 )
+        printf("warning: E-BFMI below 0.3 in chain %zu (%.2f): the momentum resampling "
+               "explores the energy poorly\n", c + 1, s->ebfmi[c]);
 }
 
 fly_rc fly_summary_print(fly_db *db, int64_t run_id, fly_format fmt, fly_err *err)

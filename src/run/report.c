@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "samplers/nuts.h"       /* FLY_NUTS_MAX_DEPTH: the tree-depth warning */
 #include "stats/stats.h"
 #include "store/trace.h"
 #include "util/mem.h"
@@ -29,6 +30,39 @@ void fly_report_free(fly_summary *s)
     for(size_t p = 0; p < s->n_params; p++) fly_free((char *)s->rows[p].name);
   fly_free(s->rows);
   fly_free(s);
+}
+
+/* The NUTS statistics of the post-warm-up iterations (at most n_keep per
+ * chain) into s: divergences, tree-depth hits and E-BFMI per chain.  rows:
+ * caller's workspace of n_keep. */
+static fly_rc kernel_stats(fly_trace_reader *tr, fly_summary *s, size_t n_keep,
+                           fly_trace_row *rows, fly_err *err)
+{
+  const fly_trace_run *ri = fly_trace_reader_run(tr);
+  s->max_depth = FLY_NUTS_MAX_DEPTH;
+  for(size_t c = 0; c < s->n_chains; c++){
+    size_t n = 0, m = 0;
+    double mean = 0, ss = 0, dd = 0, prev = 0;
+    fly_rc rc = fly_trace_diagnostics(tr, c, ri->n_warmup, n_keep, rows, NULL, &n, err);
+    if( rc ) return rc;
+    for(size_t t = 0; t < n; t++){
+      const fly_trace_row *w = &rows[t];
+      if( !w->has_kstats ) continue;
+      s->n_kstats++;
+      s->n_divergent += w->divergent != 0;
+      s->n_max_depth += w->treedepth >= s->max_depth;
+      if( !isfinite(w->energy) ) continue;
+      /* Welford for the variance, successive differences for the numerator */
+      m++;
+      double d = w->energy - mean;
+      mean += d / (double)m;
+      ss += d * (w->energy - mean);
+      if( m > 1 ) dd += (w->energy - prev) * (w->energy - prev);
+      prev = w->energy;
+    }
+    s->ebfmi[c] = m > 1 && ss > 0 ? (dd / (double)m) / (ss / (double)(m - 1)) : NAN;
+  }
+  return FLY_OK;
 }
 
 fly_rc fly_report_summary(fly_db *db, int64_t run_id, fly_summary **out, fly_err *err)
@@ -99,6 +133,13 @@ fly_rc fly_report_summary(fly_db *db, int64_t run_id, fly_summary **out, fly_err
     if( m.ess_bulk < s->min_ess_bulk ) s->min_ess_bulk = m.ess_bulk;
   }
   if( (rc = fly_trace_diagnostics_mean(tr, ri->n_warmup, &dm, err)) ) goto done;
+  {
+    fly_trace_row *rows = fly_alloc_array(n_keep ? n_keep : 1, sizeof *rows);
+    if( !rows ){ rc = fly_fail(err, FLY_NOMEM, "summary"); goto done; }
+    rc = kernel_stats(tr, s, n_keep, rows, err);
+    fly_free(rows);
+    if( rc ) goto done;
+  }
   s->acceptance = dm.accepted;
   s->mean_bright = dm.n_bright;
   s->lik_evals = dm.n_lik;

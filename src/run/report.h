@@ -41,6 +41,14 @@ typedef struct fly_summary {
   double   ess_per_second;    /* min_ess_bulk / seconds; NaN if not both finite, > 0 */
   size_t   n_warn_rhat;       /* parameters with rhat > 1.01 */
   size_t   n_warn_ess;        /* ... with ess_bulk or ess_tail < 100 per chain */
+  /* The theta kernel's statistics (NUTS), over the post-warm-up iterations
+   * that carry them: n_kstats of them (0: none, and the rest is unset) */
+  size_t   n_kstats;
+  size_t   n_divergent;       /* ... that ended with a divergence */
+  size_t   n_max_depth;       /* ... that reached the maximum tree depth */
+  int      max_depth;         /* that depth */
+  double   ebfmi[FLY_REPORT_MAX_CHAINS];  /* per chain: mean squared energy change
+                                 over the energy's variance; NaN if not defined */
 } fly_summary;
 
 /* Summarise run_id of db (0: the latest run) into *out, and replace the
@@ -49,7 +57,9 @@ typedef struct fly_summary {
  * FLY_REPORT_MAX_CHAINS chains or a run without post-warm-up draws;
  * FLY_CORRUPT, FLY_SQL, FLY_NOMEM.  *out is NULL on failure; the caller
  * frees it with fly_report_free.  Cost: one read of each parameter's
- * draws per chain and a sort of them; memory O(chains x draws + P). */
+ * draws per chain and a sort of them; memory O(chains x draws + P).
+ * E-BFMI is rstan's get_bfmi: sum of squared successive energy differences
+ * over n, divided by the sample variance of the energy (n - 1). */
 fly_rc fly_report_summary(fly_db *db, int64_t run_id, fly_summary **out,
                           fly_err *err);
 void   fly_report_free(fly_summary *s);                  /* NULL: no-op */
