@@ -299,7 +299,8 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # Such runs made one theta update per iteration in every z mode, and their
 # run_config has no theta-steps row: --resume must not give them the gibbs
 # default.  Emulated by a killed --theta-steps 1 run whose row is removed
-# and whose file is taken back to schema version 5 (no typed run_setting),
+# and whose file is taken back to schema version 5 (no typed run_setting,
+# no kernel statistics columns: the view and columns of version 7 undone),
 # so the migration rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
@@ -312,7 +313,17 @@ wait_draws "$run" 0 || true
 kill_at 9 0
 [ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
 q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps';
-       DROP TABLE run_setting; PRAGMA user_version = 5" >/dev/null
+       DROP TABLE run_setting; DROP VIEW iteration;
+       ALTER TABLE draw_block DROP COLUMN accept_stat;
+       ALTER TABLE draw_block DROP COLUMN treedepth;
+       ALTER TABLE draw_block DROP COLUMN n_leapfrog;
+       ALTER TABLE draw_block DROP COLUMN divergent;
+       ALTER TABLE draw_block DROP COLUMN energy;
+       CREATE VIEW iteration AS
+         SELECT run_id, chain, iter, log_joint, n_bright, n_lik_evals, n_reads,
+                accepted, step_size, full_logpost
+         FROM draw_block WHERE blk = 0 AND n_bright IS NOT NULL;
+       PRAGMA user_version = 5" >/dev/null
 expect 0 "$FLYDB" sample --db $db --resume "$run"
 eq "migrated theta steps" "$(q $db "SELECT theta_steps FROM run_setting WHERE run_id = $run")" 1
 cmp_runs "$ref1" "$run"
