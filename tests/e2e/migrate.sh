@@ -63,6 +63,9 @@ eq "iteration is a view" "$(q v1.db "SELECT type FROM sqlite_schema WHERE name =
 eq "iteration rows after the upgrade" "$(q v1.db "SELECT $icols FROM iteration ORDER BY 1, 2")" "$want_iter"
 eq "diagnostics only in blocks 0" "$(q v1.db "SELECT blk, count(n_bright), count(*) FROM draw_block
                                                GROUP BY blk")" "$(printf '0\t10\t10\n1\t0\t10')"
+eq "no kernel statistics in old rows (version 7)" \
+   "$(q v1.db "SELECT count(treedepth), count(n_leapfrog), count(divergent), count(energy),
+                      count(accept_stat) FROM iteration")" "$(printf '0\t0\t0\t0\t0')"
 # the hand-made file has no pages or checkpoints, but its rows are complete
 expect 1 "$FLYDB" check --db v1.db --quick
 ! grep -E "draw|iteration" "$T/out" || fail "check finds draw or iteration rows damaged"
