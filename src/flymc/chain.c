@@ -402,6 +402,7 @@ static void fill_stats(fly_chain *c, int64_t acc, double eps, fly_iter_stats *s)
   s->eps = eps;
   s->scanned = c->scanned;
   s->has_kstats = 0;
+  memset(&s->kstats, 0, sizeof s->kstats);
 }
 
 /* The step size (slice: interval width) the next theta step uses. */
