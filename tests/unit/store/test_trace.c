@@ -80,6 +80,14 @@ done:
     for(int64_t it = THIN; it <= WARM + ITERS; it += THIN){
       fly_trace_row row = { -(double)it, 10 + it, 20 + it, 30 + it, it % 4 ? 0.5 : 1.0,
                             0.25, it == 6 ? 3.5 : NAN, 0, 0, 0, 0, 0, 0 };
+      if( c == 1 ){      /* chain 1 as a NUTS chain, chain 0 as MH */
+        row.has_kstats = 1;
+        row.treedepth = (int)(it % 5);
+        row.n_leapfrog = it;
+        row.divergent = it == 8;
+        row.energy = 0.5 * (double)it;
+        row.accept_stat = 0.125;
+      }
       for(size_t p = 0; p < P; p++) th[p] = value(c, it, p);
       if( fly_trace_pending(t) == 3 && fly_trace_commit(t, it - THIN, "ck", 2, &err) ) break;
       if( fly_trace_add(t, it, th, &row, &err) ) break;
@@ -136,6 +144,11 @@ static void test_read(fly_db *db)
          rows[2].n_bright == 16 && rows[2].n_lik == 26 && rows[2].n_reads == 36 &&
          rows[2].accepted == 0.5 && rows[2].step_size == 0.25 && rows[2].full_logpost == 3.5 &&
          isnan(rows[3].full_logpost), "diagnostics, NULL full_logpost as NaN");
+  TAP_OK(n == 7 && !rows[0].has_kstats && !rows[6].has_kstats, "no kernel statistics: NULL");
+  rc = fly_trace_diagnostics(r, 1, 0, 8, rows, its, &n, &err);
+  TAP_OK(rc == FLY_OK && n == 7 && rows[3].has_kstats && its[3] == 8 && rows[3].treedepth == 3 &&
+         rows[3].n_leapfrog == 8 && rows[3].divergent == 1 && rows[3].energy == 4 &&
+         rows[3].accept_stat == 0.125 && rows[2].divergent == 0, "kernel statistics read back");
   fly_trace_means m;
   rc = fly_trace_diagnostics_mean(r, WARM, &m, &err);
   /* iterations 6, 8, .., 14 in both chains: n_bright 10 + mean 10 */
@@ -152,6 +165,7 @@ static void test_read(fly_db *db)
   rc = fly_trace_scan_start(r, 1, WARM, &err);
   while( rc == FLY_OK && (rc = fly_trace_scan_next(r, &it, &row, th, &err)) == FLY_ROW ){
     good &= it == WARM + THIN * (int64_t)(k + 1) && row.n_bright == 10 + it;
+    good &= row.has_kstats && row.n_leapfrog == it && row.energy == 0.5 * (double)it;
     for(size_t p = 0; p < P; p++) good &= th[p] == value(1, it, p);
     k++;
     rc = FLY_OK;
