@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "samplers/kernel.h"
+#include "samplers/trimul.h"
 #include "util/mem.h"
 
 #define DEFAULT_LEAP 16       /* leapfrog steps unless set */
@@ -111,35 +112,6 @@ void fly_hmc_invalidate(fly_hmc *k) { k->st.have_cur = 0; }
 double fly_hmc_eps(const fly_hmc *k, int adapt)
 {
   return exp(adapt || k->st.n_da == 0 ? k->st.log_eps : k->st.log_eps_bar);
-}
-
-/* r += c L^T v */
-static void add_lt(const double *L, size_t P, double c, const double *v, double *r)
-{
-  if( !L ){
-    for(size_t i = 0; i < P; i++) r[i] += c * v[i];
-    return;
-  }
-  for(size_t i = 0; i < P; i++){
-    const double *row = L + i * P;
-    double ci = c * v[i];
-    for(size_t j = 0; j <= i; j++) r[j] += row[j] * ci;
-  }
-}
-
-/* x += c L v */
-static void add_l(const double *L, size_t P, double c, const double *v, double *x)
-{
-  for(size_t i = 0; i < P; i++){
-    double s = 0;
-    if( L ){
-      const double *row = L + i * P;
-      for(size_t j = 0; j <= i; j++) s += row[j] * v[j];
-    }else{
-      s = v[i];
-    }
-    x[i] += c * s;
-  }
 }
 
 /* ---- warm-up: Stan's metric windows ------------------------------------ */
@@ -259,17 +231,17 @@ fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
   }
   H0 -= *lp;
   memcpy(k->x, th, P * sizeof *th);
-  add_lt(k->L, P, 0.5 * eps, k->grad, k->r);
+  fly_trimul_add_lt(k->L, P, 0.5 * eps, k->grad, k->r);
   for(size_t l = 0; l < k->n_leap; l++){
     for(size_t i = 0; i < P; i++) k->t[i] = k->minv[i] * k->r[i];
-    add_l(k->L, P, eps, k->t, k->x);
+    fly_trimul_add_l(k->L, P, eps, k->t, k->x);
     k->n_eval++;
     if( (rc = tgt->logp(tgt->ctx, k->x, &lp1, k->g, err)) ) return rc;
     if( !(lp1 > -INFINITY) || isnan(lp1) || !all_finite(k->g, P) ){
       k->divergent = 1;
       break;
     }
-    add_lt(k->L, P, l + 1 == k->n_leap ? 0.5 * eps : eps, k->g, k->r);
+    fly_trimul_add_lt(k->L, P, l + 1 == k->n_leap ? 0.5 * eps : eps, k->g, k->r);
   }
   if( !k->divergent ){
     H1 = -lp1;

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "samplers/kernel.h"
+#include "samplers/trimul.h"
 #include "util/mem.h"
 
 #define N_TOP 23      /* trajectory vectors of P */
@@ -87,35 +88,6 @@ static int all_finite(const double *v, size_t P)
   return 1;
 }
 
-/* r += c L^T v (as hmc.c) */
-static void add_lt(const double *L, size_t P, double c, const double *v, double *r)
-{
-  if( !L ){
-    for(size_t i = 0; i < P; i++) r[i] += c * v[i];
-    return;
-  }
-  for(size_t i = 0; i < P; i++){
-    const double *row = L + i * P;
-    double ci = c * v[i];
-    for(size_t j = 0; j <= i; j++) r[j] += row[j] * ci;
-  }
-}
-
-/* x += c L v (as hmc.c) */
-static void add_l(const double *L, size_t P, double c, const double *v, double *x)
-{
-  for(size_t i = 0; i < P; i++){
-    double s = 0;
-    if( L ){
-      const double *row = L + i * P;
-      for(size_t j = 0; j <= i; j++) s += row[j] * v[j];
-    }else{
-      s = v[i];
-    }
-    x[i] += c * s;
-  }
-}
-
 static double kinetic(const fly_nuts *k, const double *r)
 {
   double s = 0;
@@ -153,9 +125,9 @@ static fly_rc leapfrog(fly_nuts *k, fly_target *tgt, double e, double *H,
 {
   size_t P = k->P;
   fly_rc rc;
-  add_lt(k->h.L, P, 0.5 * e, k->zg, k->zr);
+  fly_trimul_add_lt(k->h.L, P, 0.5 * e, k->zg, k->zr);
   for(size_t i = 0; i < P; i++) k->t[i] = k->h.minv[i] * k->zr[i];
-  add_l(k->h.L, P, e, k->t, k->zx);
+  fly_trimul_add_l(k->h.L, P, e, k->t, k->zx);
   k->h.n_eval++;
   k->n_leapfrog++;
   if( (rc = tgt->logp(tgt->ctx, k->zx, &k->zlp, k->zg, err)) ) return rc;
@@ -163,7 +135,7 @@ static fly_rc leapfrog(fly_nuts *k, fly_target *tgt, double e, double *H,
     *H = INFINITY;
     return FLY_OK;
   }
-  add_lt(k->h.L, P, 0.5 * e, k->zg, k->zr);
+  fly_trimul_add_lt(k->h.L, P, 0.5 * e, k->zg, k->zr);
   *H = -k->zlp + kinetic(k, k->zr);
   if( isnan(*H) ) *H = INFINITY;
   return FLY_OK;
