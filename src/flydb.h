@@ -25,6 +25,8 @@
  *                           (io/plot.h)
  *   fly_dataset_load()      a data set's shape and column statistics
  *                           (store/dataset.h)
+ *   fly_versions_get()      the run-time versions of SQLite, LZ4, xxHash and
+ *                           OpenBLAS, for bug reports (util/version.h)
  *
  * Conventions (every header below follows them):
  * - Functions return a fly_rc: FLY_OK, an error code (FLY_NOMEM, FLY_IO,
@@ -48,6 +50,7 @@
 #define FLYDB_H
 
 #include "util/err.h"
+#include "util/version.h"
 #include "store/db.h"
 #include "store/dataset.h"
 #include "store/trace.h"

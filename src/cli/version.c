@@ -13,13 +13,9 @@
  */
 #include <stdio.h>
 
-#include <cblas.h>
-#include <lz4.h>
-#include <sqlite3.h>
-#include <xxhash.h>
-
 #include "cli.h"
 #include "store/schema.h"
+#include "util/version.h"
 #include "build_commit.h"
 
 #ifndef FLYDB_VERSION
@@ -39,15 +35,16 @@
 
 void fly_cli_version(FILE *f)
 {
-  unsigned xxh = XXH_versionNumber();  /* major*10000 + minor*100 + release */
+  fly_versions v;
+  fly_versions_get(&v);
   fprintf(f, "flydb %s\n", FLYDB_VERSION);
   fprintf(f, "commit    %s\n", FLY_BUILD_COMMIT);
   fprintf(f, "build     %s, %s\n", FLY_BUILDTYPE, FLY_COMPILER);
   fprintf(f, "schema    %d (the database user_version it writes)\n", fly_schema_version);
-  fprintf(f, "SQLite    %s\n", sqlite3_libversion());
-  fprintf(f, "LZ4       %s\n", LZ4_versionString());
-  fprintf(f, "xxHash    %u.%u.%u\n", xxh / 10000, xxh / 100 % 100, xxh % 100);
-  fprintf(f, "BLAS      %s (kernels: %s)\n", openblas_get_config(), openblas_get_corename());
+  fprintf(f, "SQLite    %s\n", v.sqlite);
+  fprintf(f, "LZ4       %s\n", v.lz4);
+  fprintf(f, "xxHash    %s\n", v.xxhash);
+  fprintf(f, "BLAS      %s (kernels: %s)\n", v.blas_config, v.blas_core);
 }
 
 int fly_cmd_version(int argc, char **argv)
