@@ -299,7 +299,7 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
         break;
       }
     }
-    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    struct timespec ts = { 0, FLY_RUN_POLL_MS * 1000L * 1000L };
     nanosleep(&ts, NULL);
   }
   for(int i = 0; i < nstarted; i++) pthread_join(th[i], NULL);

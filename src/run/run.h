@@ -100,7 +100,10 @@ typedef struct fly_run_cfg {
 
 void fly_run_cfg_default(fly_run_cfg *c);
 
-/* Progress, reported about every 50 ms on the calling thread. */
+/* Progress, passed to the progress hook on the calling thread while the
+ * chains run (at FLY_RUN_POLL_MS intervals: often enough for a progress
+ * line and a prompt stop, rarely enough to cost the chains nothing). */
+#define FLY_RUN_POLL_MS 50
 typedef struct fly_run_progress {
   int64_t run_id;
   int64_t done, total;      /* iterations over all chains, of warm-up + iters */
@@ -111,8 +114,9 @@ typedef struct fly_run_progress {
 } fly_run_progress;
 
 typedef struct fly_run_hooks {
-  /* Called on the calling thread; return nonzero to stop the run at the
-   * chains' next checkpoint (FLY_DONE; resumable).  NULL: none. */
+  /* Called on the calling thread every FLY_RUN_POLL_MS; return nonzero
+   * to stop the run at the chains' next checkpoint (FLY_DONE; resumable).
+   * NULL: none. */
   int  (*progress)(void *ctx, const fly_run_progress *p);
   /* One line of news (the run and its set-up, no trailing newline); NULL:
    * silent. */
