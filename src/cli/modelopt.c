@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-fly_rc fly_modelopt_spec(fly_args *a, fly_model_spec *s, unsigned *given, fly_err *err)
+fly_rc fly_modelopt_spec(fly_args *a, fly_model_spec *s, fly_err *err)
 {
   fly_rc rc;
   memset(s, 0, sizeof *s);
@@ -18,12 +18,5 @@ fly_rc fly_modelopt_spec(fly_args *a, fly_model_spec *s, unsigned *given, fly_er
       (rc = fly_args_real(a, "nu", 4.0, 1e-6, 1e12, &s->nu, err)) ) return rc;
   if( fly_args_set(a, "scale") &&
       (rc = fly_args_real(a, "scale", 1.0, 1e-300, 1e300, &s->scale, err)) ) return rc;
-  static const struct { const char *opt; unsigned bit; } bits[] = {
-    { "model", FLY_GIVEN_MODEL }, { "prior", FLY_GIVEN_PRIOR },
-    { "prior-scale", FLY_GIVEN_PRIOR_SCALE }, { "nu", FLY_GIVEN_NU },
-    { "scale", FLY_GIVEN_SCALE },
-  };
-  for(size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
-    if( fly_args_set(a, bits[i].opt) ) *given |= bits[i].bit;
   return FLY_OK;
 }

@@ -20,9 +20,8 @@
   { "nu", FLY_OPT_VALUE, "robust: Student-t degrees of freedom (default 4)", 0, 0 }, \
   { "scale", FLY_OPT_VALUE, "robust: Student-t scale (default: the target's sd)", 0, 0 }
 
-/* Fill *s from the options (the strings borrow from argv) and add the
- * FLY_GIVEN_* bits of those given to *given.  FLY_MISUSE naming the option
- * for a value out of range. */
-fly_rc fly_modelopt_spec(fly_args *a, fly_model_spec *s, unsigned *given, fly_err *err);
+/* Fill *s from the options (the strings borrow from argv).  FLY_MISUSE
+ * naming the option for a value out of range. */
+fly_rc fly_modelopt_spec(fly_args *a, fly_model_spec *s, fly_err *err);
 
 #endif

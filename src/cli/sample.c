@@ -80,25 +80,14 @@ static const char *synopsis = "[options]";
  * checks how they fit together. */
 static fly_rc parse(fly_args *a, fly_run_cfg *c, fly_err *err)
 {
-  static const struct { const char *opt; unsigned bit; } bits[] = {
-    { "data", FLY_GIVEN_DATA }, { "iters", FLY_GIVEN_ITERS }, { "warmup", FLY_GIVEN_WARMUP },
-    { "chains", FLY_GIVEN_CHAINS }, { "seed", FLY_GIVEN_SEED }, { "thin", FLY_GIVEN_THIN },
-    { "z", FLY_GIVEN_Z }, { "regular", FLY_GIVEN_Z }, { "bounds", FLY_GIVEN_BOUNDS },
-    { "sampler", FLY_GIVEN_SAMPLER }, { "theta-steps", FLY_GIVEN_THETA_STEPS },
-    { "leapfrog", FLY_GIVEN_LEAPFROG }, { "proposal", FLY_GIVEN_PROPOSAL },
-    { "step", FLY_GIVEN_STEP }, { "init", FLY_GIVEN_INIT }, { "cache-mb", FLY_GIVEN_CACHE_MB },
-    { "scan-frac", FLY_GIVEN_SCAN_FRAC }, { "sketch", FLY_GIVEN_SKETCH },
-    { "full-logpost-every", FLY_GIVEN_FULL_EVERY },
-    { "checkpoint-every", FLY_GIVEN_CKPT_EVERY }, { "profile", FLY_GIVEN_PROFILE },
-  };
   fly_rc rc;
   const char *s;
   int64_t v;
   fly_run_cfg_default(c);
-  for(size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
-    if( fly_args_set(a, bits[i].opt) ) c->given |= bits[i].bit;
+  for(const fly_opt *o = a->opts; o->name; o++)
+    if( o->set ) c->given |= fly_run_given_bit(o->name);
   c->data = fly_args_str(a, "data", NULL);
-  if( (rc = fly_modelopt_spec(a, &c->model, &c->given, err)) ) return rc;
+  if( (rc = fly_modelopt_spec(a, &c->model, err)) ) return rc;
   if( (rc = fly_args_int(a, "iters", 1000, 1, INT64_C(1) << 40, &c->iters, err)) ) return rc;
   if( (rc = fly_args_int(a, "warmup", c->iters / 2, 0, INT64_C(1) << 40, &c->warmup, err)) ) return rc;
   if( (rc = fly_args_int(a, "chains", 2, 1, FLY_RUN_MAX_CHAINS, &c->chains, err)) ) return rc;

@@ -32,7 +32,6 @@ int fly_cmd_tune(int argc, char **argv)
   fly_bounds *bd = NULL;
   fly_tune_opts to;
   fly_model_spec spec;
-  unsigned given = 0;
   int usage = 0;
   const char *synopsis = "[options]";
   fly_rc rc;
@@ -55,7 +54,7 @@ int fly_cmd_tune(int argc, char **argv)
     fly_fail(&err, FLY_MISUSE, "--bounds: '%s' is not map or fixed[=xi]", to.tuning);
     return fly_usage_error(&a, "tune", synopsis, &err);
   }
-  if( fly_modelopt_spec(&a, &spec, &given, &err) )
+  if( fly_modelopt_spec(&a, &spec, &err) )
     return fly_usage_error(&a, "tune", synopsis, &err);
   rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), 0, &db, &err);
   if( rc == FLY_OK &&

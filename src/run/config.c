@@ -219,6 +219,13 @@ static const struct { const char *key; unsigned bit; } config_keys[] = {
   { "checkpoint-every", FLY_GIVEN_CKPT_EVERY }, { "profile", FLY_GIVEN_PROFILE },
 };
 
+unsigned fly_run_given_bit(const char *key)
+{
+  for(size_t i = 0; i < sizeof config_keys / sizeof config_keys[0]; i++)
+    if( !strcmp(config_keys[i].key, key) ) return config_keys[i].bit;
+  return 0;
+}
+
 size_t fly_run_cfg_lines(const fly_run_cfg *c, const fly_model *m, const char *db_path,
                          fly_run_line *out)
 {

@@ -100,6 +100,11 @@ typedef struct fly_run_cfg {
 
 void fly_run_cfg_default(fly_run_cfg *c);
 
+/* The FLY_GIVEN_* bit of the field an option names, spelled as the CLI and
+ * run_config spell it ("iters", "theta-steps", "regular" and "z" share
+ * one); 0 for a name that is not a run setting. */
+unsigned fly_run_given_bit(const char *key);
+
 /* Progress, passed to the progress hook on the calling thread while the
  * chains run (at FLY_RUN_POLL_MS intervals: often enough for a progress
  * line and a prompt stop, rarely enough to cost the chains nothing). */
