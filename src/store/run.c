@@ -259,18 +259,6 @@ fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
   return rc;
 }
 
-fly_rc fly_run_latest(fly_db *db, int64_t *run_id, fly_err *err)
-{
-  sqlite3_stmt *st = NULL;
-  fly_rc rc = fly_db_prepare(db, "SELECT coalesce(max(id), 0) FROM run", &st, err);
-  if( rc ) return rc;
-  if( sqlite3_step(st) == SQLITE_ROW ) *run_id = sqlite3_column_int64(st, 0);
-  else rc = fly_db_fail(db, err, "finding the latest run");
-  sqlite3_finalize(st);
-  return rc;
-}
-
-
 /* ---- listing ---------------------------------------------------------- */
 
 fly_rc fly_runs_list(fly_db *db, fly_run_brief_fn *fn, void *ctx,

@@ -95,9 +95,6 @@ fly_rc fly_run_load(fly_db *db, int64_t run_id, fly_run_rec *r,
 fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
                       const char *msg, double wall, double loop, fly_err *err);
 
-/* The id of the newest run (0 if none). */
-fly_rc fly_run_latest(fly_db *db, int64_t *run_id, fly_err *err);
-
 /* ---- listing ------------------------------------------------------------ */
 
 /* One run as `flydb info` lists it.  Strings valid during the callback. */
