@@ -1,0 +1,56 @@
+/*
+ * choose.h -- inside the run driver: the default that chooses between the
+ * exact FlyMC chain (gibbs z step, MH x32) and full-data NUTS (--regular
+ * --sampler nuts), by their estimated cost per effective draw.
+ *
+ * Both costs are counted in row evaluations (one row's log-likelihood), not
+ * seconds, so the choice is a function of the seed and the data alone:
+ * the same command on another machine, or under another load, chooses the
+ * same way (docs/design.md §16).
+ *
+ *  - FlyMC: a pilot chain (its own RNG stream, FLY_CHOOSE_STREAM, which no
+ *    run chain uses) runs FLY_CHOOSE_WARMUP adapting and FLY_CHOOSE_ITERS
+ *    counted iterations from the run's start; its work per iteration is the
+ *    likelihood evaluations and row reads it made, plus a quarter of a row
+ *    for each row its z step screened or bounded without evaluating, plus
+ *    P/2 per theta update for the collapsed bound product (O(P^2));
+ *    its effective draws per iteration are the smallest bulk ESS of the
+ *    pilot's draws over the parameters, divided by the iterations (at most
+ *    1).  A short pilot overestimates the ESS of a slowly mixing chain, so
+ *    the estimate errs towards keeping FlyMC.
+ *  - NUTS: N rows per gradient, 1.5 row evaluations each (a gradient row
+ *    costs a second matrix-vector product), 2.5 if the rows must be streamed
+ *    from the pages (decoding them), times the expected leapfrog steps per
+ *    iteration, 3 P^(1/4) (a near-Gaussian posterior in the Laplace metric:
+ *    the step size for 0.8 acceptance shrinks as P^(-1/4) and the trajectory
+ *    turns after half a period), at one effective draw per iteration.
+ */
+#ifndef FLY_RUN_CHOOSE_H
+#define FLY_RUN_CHOOSE_H
+
+#include <stdint.h>
+
+#include "flymc/chain.h"
+#include "util/err.h"
+
+#define FLY_CHOOSE_WARMUP 100
+#define FLY_CHOOSE_ITERS  200
+#define FLY_CHOOSE_STREAM 64     /* FLY_RUN_MAX_CHAINS: chains use 0..63 */
+
+typedef struct fly_choice {
+  int    regular;          /* 1: full-data NUTS is the cheaper */
+  double flymc_cost;       /* row evaluations per effective draw */
+  double nuts_cost;
+  double pilot_ess;        /* of FLY_CHOOSE_ITERS pilot draws */
+  double pilot_work;       /* row evaluations per pilot iteration */
+  double leapfrogs;        /* expected per NUTS iteration */
+  char   why[320];         /* one line: the choice and its figures */
+} fly_choice;
+
+/* Run the FlyMC pilot with cc (a gibbs configuration as the run would use
+ * it) and seed, estimate both costs for N rows of P parameters (in_memory:
+ * the rows fit in memory for full-data NUTS) and fill *ch. */
+fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t N, size_t P,
+                      int in_memory, fly_choice *ch, fly_err *err);
+
+#endif
