@@ -27,8 +27,10 @@ FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
                      man-db dpkg-dev debhelper lintian)
 # What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
 # (its `diamonds` data set, tools/make_diamonds.R) and data.table (fread, the
-# ingest baseline), GNU time (peak RSS), the sqlite3 shell.
-FLYDB_BENCH_PACKAGES=(r-base-core r-cran-ggplot2 r-cran-data.table time sqlite3)
+# ingest baseline), rstan and posterior (Stan's NUTS, the baseline of the
+# `stan` experiment), GNU time (peak RSS), the sqlite3 shell.
+FLYDB_BENCH_PACKAGES=(r-base-core r-cran-ggplot2 r-cran-data.table r-cran-rstan r-cran-posterior
+                      time sqlite3)
 
 # flydb_missing_packages PKG...: those not installed, one a line (one
 # dpkg-query for all: on a loaded machine each process start is costly).
