@@ -15,13 +15,16 @@
 #include "stats/stats.h"
 #include "util/mem.h"
 
-fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t N, size_t P,
-                      int in_memory, fly_choice *ch, fly_err *err)
+static int64_t clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters, int64_t N,
+                      size_t P, int in_memory, fly_choice *ch, fly_err *err)
 {
   fly_chain *c = NULL;
   fly_stats_ws *ws = NULL;
   double *draws = NULL;   /* parameter-major: draw t of parameter j at j*S + t */
-  const size_t S = FLY_CHOOSE_ITERS;
+  const int64_t W = clamp(run_iters / 4, 0, FLY_CHOOSE_WARMUP);
+  const size_t S = (size_t)clamp(run_iters / 2, FLY_CHOOSE_MIN, FLY_CHOOSE_ITERS);
   double work = 0, screened = 0;
   fly_rc rc;
 
@@ -32,9 +35,9 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t N, size_t 
   }
   if( (rc = fly_chain_open(cc, FLY_CHOOSE_STREAM, seed, &c, err)) ||
       (rc = fly_chain_init(c, err)) ) goto done;
-  for(int64_t it = 1; it <= FLY_CHOOSE_WARMUP + (int64_t)S; it++){
+  for(int64_t it = 1; it <= W + (int64_t)S; it++){
     fly_iter_stats s;
-    int adapt = it <= FLY_CHOOSE_WARMUP;
+    int adapt = it <= W;
     int64_t out0, ev0, out1, ev1;
     fly_chain_screen_counts(c, &out0, &ev0);
     if( (rc = fly_chain_step(c, adapt, &s, err)) ){
@@ -44,7 +47,7 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t N, size_t 
     if( it % 4 == 0 ) fly_chain_release(c);
     if( adapt ) continue;
     fly_chain_screen_counts(c, &out1, &ev1);
-    size_t t = (size_t)(it - FLY_CHOOSE_WARMUP - 1);
+    size_t t = (size_t)(it - W - 1);
     const double *th = fly_chain_theta(c);
     for(size_t j = 0; j < P; j++) draws[j * S + t] = th[j];
     screened += (double)(out1 - out0) + (double)s.n_cand;
@@ -62,6 +65,7 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t N, size_t 
   if( !isfinite(ess) ) ess = 1;       /* no estimate (constant draws): the worst */
   if( ess > (double)S ) ess = (double)S;
   int64_t steps = cc->theta_steps > 0 ? cc->theta_steps : 1;
+  ch->pilot_iters = (int64_t)S;
   ch->pilot_ess = ess;
   ch->pilot_work = (work + 0.25 * screened) / (double)S + (double)steps * 0.5 * (double)P;
   ch->flymc_cost = ch->pilot_work / (ess / (double)S);

@@ -9,8 +9,8 @@
  * same way (docs/design.md §16).
  *
  *  - FlyMC: a pilot chain (its own RNG stream, FLY_CHOOSE_STREAM, which no
- *    run chain uses) runs FLY_CHOOSE_WARMUP adapting and FLY_CHOOSE_ITERS
- *    counted iterations from the run's start; its work per iteration is the
+ *    run chain uses) runs adapting and counted iterations (below) from the
+ *    run's start; its work per iteration is the
  *    likelihood evaluations and row reads it made, plus a quarter of a row
  *    for each row its z step screened or bounded without evaluating, plus
  *    P/2 per theta update for the collapsed bound product (O(P^2));
@@ -33,24 +33,31 @@
 #include "flymc/chain.h"
 #include "util/err.h"
 
+/* The pilot: FLY_CHOOSE_WARMUP adapting and FLY_CHOOSE_ITERS counted
+ * iterations, each at most a fraction of the run's own iterations per chain
+ * (a quarter and a half), so a short run pays for a short pilot, and at
+ * least FLY_CHOOSE_MIN counted. */
 #define FLY_CHOOSE_WARMUP 100
 #define FLY_CHOOSE_ITERS  200
+#define FLY_CHOOSE_MIN    20
 #define FLY_CHOOSE_STREAM 64     /* FLY_RUN_MAX_CHAINS: chains use 0..63 */
 
 typedef struct fly_choice {
   int    regular;          /* 1: full-data NUTS is the cheaper */
   double flymc_cost;       /* row evaluations per effective draw */
   double nuts_cost;
-  double pilot_ess;        /* of FLY_CHOOSE_ITERS pilot draws */
+  int64_t pilot_iters;     /* counted pilot iterations */
+  double pilot_ess;        /* of those draws */
   double pilot_work;       /* row evaluations per pilot iteration */
   double leapfrogs;        /* expected per NUTS iteration */
   char   why[320];         /* one line: the choice and its figures */
 } fly_choice;
 
 /* Run the FlyMC pilot with cc (a gibbs configuration as the run would use
- * it) and seed, estimate both costs for N rows of P parameters (in_memory:
- * the rows fit in memory for full-data NUTS) and fill *ch. */
-fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t N, size_t P,
-                      int in_memory, fly_choice *ch, fly_err *err);
+ * it), seed and run_iters (the run's warm-up + iterations per chain),
+ * estimate both costs for N rows of P parameters (in_memory: the rows fit in
+ * memory for full-data NUTS) and fill *ch. */
+fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters, int64_t N,
+                      size_t P, int in_memory, fly_choice *ch, fly_err *err);
 
 #endif

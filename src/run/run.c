@@ -426,8 +426,9 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.cache_bytes = (size_t)c->cache_mb << 20;
 
   if( choose ){
-    if( (rc = fly_run_choose(&cc, c->seed, dset->n_rows, m.type->n_params(&m),
-                             fits_memory(dset), &choice, err)) ) goto done;
+    if( (rc = fly_run_choose(&cc, c->seed, c->warmup + c->iters, dset->n_rows,
+                             m.type->n_params(&m), fits_memory(dset), &choice, err)) )
+      goto done;
     say(hooks, "%s", choice.why);
     if( choice.regular ){
       c->z = FLY_Z_REGULAR;
