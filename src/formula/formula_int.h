@@ -13,6 +13,7 @@
 #define FLY_FORMULA_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "formula/formula.h"
 
@@ -58,5 +59,34 @@ void fsbuf_puts(fsbuf *b, const char *s);
 void fly_formula_deparse(const fly_formula *f, size_t i, fsbuf *b);
 /* Append name as R prints a symbol: `backquoted` unless syntactic. */
 void fly_formula_deparse_name(const char *name, fsbuf *b);
+
+/* The terms of a formula bound to column names, as R's terms() gives them:
+ * variables (0 is the response) in order of first appearance, each term a
+ * bit set over the variables, terms ordered by degree and then by first
+ * appearance, duplicates removed. */
+typedef struct fly_terms {
+  size_t    n_var;
+  char    **label;      /* n_var names as R prints them (deparse), owned */
+  size_t   *node;       /* defining node (FN_NAME or FN_CALL), or FORMULA_NONE */
+  size_t   *dotcol;     /* for a variable from '.': its column */
+  size_t    nw;         /* 64-bit words per term */
+  size_t    n_term;
+  uint64_t *bits;       /* n_term * nw */
+  int       intercept;  /* 1 unless -1 / +0 */
+} fly_terms;
+
+/* Expand the right-hand side of f over cols (for '.': every column but
+ * cols[response]).  FLY_RANGE: '.' with duplicate column names, the
+ * response on the right-hand side, more than FLY_DESIGN_MAX_TERMS terms;
+ * FLY_NOMEM.  t is zeroed first; fly_terms_clear frees it (also after a
+ * failure). */
+fly_rc fly_terms_expand(const fly_formula *f, const fly_fcol *cols, size_t n_cols,
+                        size_t response, fly_terms *t, fly_err *err);
+void   fly_terms_clear(fly_terms *t);
+
+static inline int fly_terms_has(const fly_terms *t, size_t term, size_t var)
+{
+  return (int)((t->bits[term * t->nw + var / 64] >> (var % 64)) & 1u);
+}
 
 #endif
