@@ -57,6 +57,15 @@ static int64_t auto_page_rows(int64_t sqlite_page, size_t width, int prec)
   return r < 16 ? 16 : r;
 }
 
+fly_rc fly_ingest_page_rows(fly_db *db, size_t width, int prec,
+                           int64_t *rows, fly_err *err)
+{
+  int64_t sp = 0;
+  fly_rc rc = fly_db_page_bytes(db, &sp, err);
+  if( rc == FLY_OK ) *rows = auto_page_rows(sp, width, prec);
+  return rc;
+}
+
 void fly_ingest_opts_default(fly_ingest_opts *o)
 {
   memset(o, 0, sizeof *o);
@@ -532,11 +541,9 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
     }
   }
   width = ncsv + (o->intercept ? 1 : 0);
-  if( page_rows == 0 ){
-    int64_t sp = 0;
-    if( (rc = fly_db_page_bytes(db, &sp, err)) ) goto done;
-    page_rows = auto_page_rows(sp, width, o->prec);
-  }
+  if( page_rows == 0 && (rc = fly_ingest_page_rows(db, width, o->prec,
+                                                    &page_rows, err)) )
+    goto done;
   src = fly_alloc_array(width, sizeof *src);
   rec = fly_alloc_array(ncsv, sizeof *rec);
   row = fly_alloc_array(width, sizeof *row);

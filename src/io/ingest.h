@@ -72,6 +72,11 @@ typedef struct fly_ingest_opts {
   const char *na_strings;
 } fly_ingest_opts;
 
+/* The default rows per page for rows of width values of precision prec in
+ * db: as many as fit, uncompressed, in one SQLite page (at least 16). */
+fly_rc fly_ingest_page_rows(fly_db *db, size_t width, int prec,
+                           int64_t *rows, fly_err *err);
+
 /* intercept 1, prec f64, everything else 0 / NULL. */
 void fly_ingest_opts_default(fly_ingest_opts *o);
 
