@@ -10,6 +10,7 @@
  * the design's response (fly_design_y: a categorical response as its
  * level's index in R's sorted order, stored as a categorical column whose
  * levels are in that order).  Column names are R's model.matrix names.
+ * Storage: docs/format.md §2.5.
  *
  * Rows with a missing value in a column the design uses are left out (with
  * FLY_DESIGN_NA_OMIT) and counted per column, or refused (FLY_DESIGN_NA_ERROR,

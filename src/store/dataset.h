@@ -13,7 +13,8 @@
  * (after f32 rounding), missing ones left out.  A categorical column holds
  * level codes 0..n_levels-1, its labels and counts in table `level`; a
  * missing value is a NaN in any column.  A data set derived from another
- * by a model design (io/design.h) has a row in table `derived`.
+ * by a model design (io/design.h) has a row in table `derived`
+ * (docs/format.md §2.1, §2.5).
  *
  * The statistics are computed by fly_dataset_stats: ingest feeds it the
  * rows as it stores them, and fly_dataset_check feeds it the decoded pages,
