@@ -61,6 +61,13 @@ int fly_cmd_ingest(int argc, char **argv)
                                   "16 KiB in a new file: e.g. 92 rows of 22 f64 values)", 0, 0 },
     { "precision", FLY_OPT_VALUE, "f64 (default) or f32", 0, 0 },
     { "name", FLY_OPT_VALUE, "data set name (default: file name without extension)", 0, 0 },
+    { "categorical", FLY_OPT_VALUE, "COL,COL...: categorical columns, every cell a label "
+                                    "(default: a column is categorical when a cell is "
+                                    "not a number)", 0, 0 },
+    { "numeric", FLY_OPT_VALUE, "COL,COL...: numeric columns: a cell that is not a "
+                                "number is an error", 0, 0 },
+    { "na-strings", FLY_OPT_VALUE, "S,S...: cell texts meaning a missing value, besides "
+                                   "the empty cell and NA (e.g. '.,NULL')", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
   };
@@ -82,6 +89,9 @@ int fly_cmd_ingest(int argc, char **argv)
   const char *db_path = fly_args_str(&a, "db", "flydb.db");
   o.target = fly_args_str(&a, "target", NULL);
   o.name = fly_args_str(&a, "name", NULL);
+  o.categorical = fly_args_str(&a, "categorical", NULL);
+  o.numeric = fly_args_str(&a, "numeric", NULL);
+  o.na_strings = fly_args_str(&a, "na-strings", NULL);
   o.intercept = !fly_args_set(&a, "no-intercept");
   if( fly_args_int(&a, "page-rows", 0, 1, 1 << 24, &o.page_rows, &err) )
     return fly_usage_error(&a, "ingest", synopsis, &err);

@@ -53,6 +53,26 @@ const char *fly_csv_path(const fly_csv *c);           /* "<stdin>" for "-" */
  * again; after an error, the same error again (the record is not skipped). */
 fly_rc fly_csv_next(fly_csv *c, double *vals, fly_err *err);
 
+/* One cell as text, for typed ingest (fly_csv_next_cells). */
+typedef struct fly_csv_cell {
+  const char *s;        /* the text: quotes undone, an unquoted cell trimmed
+                           of blanks; not NUL-terminated; valid until the
+                           next call on the reader */
+  size_t      n;        /* bytes of text (0: an empty cell) */
+  double      v;        /* num: the value, as fly_csv_next gives it */
+  int         num;      /* 1: the text is a finite number; 0: not (v NaN) */
+  int         quoted;   /* 1: the cell was quoted */
+} fly_csv_cell;
+
+/* Read the next record as cells[0..ncols): each cell's text, and its value
+ * where it is a finite number (strtod semantics, blanks trimmed even inside
+ * quotes, the same bits as fly_csv_next).  Nothing is an error for not
+ * being a number: empty cells, "NA", labels and "Inf" come back as text.
+ * The same statuses and syntax errors as fly_csv_next, and FLY_PARSE for a
+ * NUL byte in a cell.  Memory: one more buffer the size of the read
+ * buffer, for quoted cells with "" escapes. */
+fly_rc fly_csv_next_cells(fly_csv *c, fly_csv_cell *cells, fly_err *err);
+
 int64_t fly_csv_line(const fly_csv *c);     /* line where the last record started */
 int64_t fly_csv_records(const fly_csv *c);  /* data records read so far */
 uint64_t fly_csv_bytes(const fly_csv *c);   /* bytes consumed so far (progress) */

@@ -15,6 +15,17 @@
  * failure.  Temporaries left by killed ingests (their process gone) are
  * removed first.
  *
+ * Typed columns.  A column is categorical when declared so or when one of
+ * its cells is neither a number nor a missing value (an empty cell, "NA",
+ * or one of o->na_strings); it is stored as level codes in first-seen
+ * order, its labels and counts in table `level`.  Missing cells are NaN
+ * in the pages.  Detection is one pass: a column turns categorical at its
+ * first label, and the numbers above it become levels too (their texts
+ * are kept while a column has at most FLY_INGEST_TRACK_LEVELS distinct
+ * ones; past that a late label is an error asking for --categorical), the
+ * pages already written re-coded before the commit.  A data set of numeric
+ * columns without missing cells is stored exactly as before typed columns.
+ *
  * Errors name the data: "file:line:column: ..." for a bad cell, "file:1"
  * for the header.  Not thread-safe with another ingest into the same new
  * path.
@@ -29,6 +40,10 @@
 #include "io/csv.h"
 #include "store/db.h"
 #include "util/err.h"
+
+/* Distinct numbers a column keeps as texts while it is numeric, so that
+ * it can still turn categorical. */
+#define FLY_INGEST_TRACK_LEVELS 4096
 
 /* Progress, passed to fly_ingest_opts.progress every 4096 rows. */
 typedef void fly_ingest_progress_fn(void *ctx, const char *name,
@@ -47,7 +62,20 @@ typedef struct fly_ingest_opts {
   const volatile sig_atomic_t *interrupt;
   fly_ingest_progress_fn *progress;   /* NULL: none */
   void       *progress_ctx;
+  /* Column types: comma-separated column names (NULL: none).  Declared
+   * categorical columns take every cell as a label; declared numeric ones
+   * refuse a cell that is not a number.  Other columns are detected. */
+  const char *categorical;
+  const char *numeric;
+  /* Comma-separated cell texts that mean a missing value, besides the
+   * empty cell and "NA" (NULL: none). */
+  const char *na_strings;
 } fly_ingest_opts;
+
+/* The default rows per page for rows of width values of precision prec in
+ * db: as many as fit, uncompressed, in one SQLite page (at least 16). */
+fly_rc fly_ingest_page_rows(fly_db *db, size_t width, int prec,
+                           int64_t *rows, fly_err *err);
 
 /* intercept 1, prec f64, everything else 0 / NULL. */
 void fly_ingest_opts_default(fly_ingest_opts *o);
@@ -64,8 +92,11 @@ typedef struct fly_ingest_result {
  * src_name in messages and in dataset.source; in NULL: open the file
  * src_name ("-": standard input).  An existing database is opened (and its
  * identity checked) before any CSV byte is read.  Returns
- *   FLY_PARSE   a malformed CSV, no data rows, fewer than 2 columns;
- *   FLY_RANGE   --target not a column, a value beyond f32 with prec f32;
+ *   FLY_PARSE   a malformed CSV, no data rows, fewer than 2 columns, a
+ *               cell that is not a number in a column declared numeric,
+ *               a late label in a column with too many distinct numbers;
+ *   FLY_RANGE   --target or a declared column not a column, a value beyond
+ *               f32 with prec f32;
  *   FLY_MISUSE  a data set of that name exists, or bad options;
  *   FLY_IO      the input, the file system, or o->interrupt;
  *   FLY_SQL / FLY_CORRUPT / FLY_NOMEM otherwise.
