@@ -66,7 +66,7 @@ if (model == "softmax") {       # Stan's beta[k,d] order is column-major: d slow
   dr <- dr[, , ord]
 }
 s <- summarise_draws(dr, mean, mcse_mean, ess_bulk)
-write.csv(data.frame(idx = seq_len(nrow(s)) - 1, mean = s$mean, mcse_mean = s$mcse_mean,
-                     ess_bulk = s$ess_bulk),
+write.csv(data.frame(idx = seq_len(nrow(s)) - 1, mean = as.numeric(s$mean),
+                     mcse_mean = as.numeric(s$mcse_mean), ess_bulk = as.numeric(s$ess_bulk)),
           file.path(dir, paste0("stan-", model, ".csv")), row.names = FALSE)
-cat(sprintf("seconds %.3f min_ess %.1f\n", secs, min(s$ess_bulk)))
+cat(sprintf("seconds %.3f min_ess %.1f\n", secs, min(as.numeric(s$ess_bulk))))

@@ -30,6 +30,7 @@
 #include "flymc/sketch.h"
 #include "run/choose.h"
 #include "run/config.h"
+#include "run/data.h"
 #include "store/dataset.h"
 #include "store/db.h"
 #include "store/pages.h"
@@ -352,11 +353,13 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   const char **names = NULL;
   fly_model m;
   fly_chain_cfg cc;
+  fly_run_data_out dout;
   int64_t bs = 0, run_id = resume_id;
   double t0 = now();
   fly_rc rc;
 
   memset(ck, 0, sizeof ck);
+  memset(&dout, 0, sizeof dout);
   /* The default that chooses (run/choose.h): nothing that steers the
    * sampler was set, so the z mode and kernel are the run's to pick. */
   const unsigned steer = FLY_GIVEN_Z | FLY_GIVEN_BOUNDS | FLY_GIVEN_SAMPLER |
@@ -374,7 +377,20 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   res->cache_mb = c->cache_mb;
   openblas_set_num_threads(1);
   if( (rc = fly_db_open(db_path, 0, &db, err)) ) goto done;
-  if( !ds && (rc = fly_dataset_find(db, c->data, &ds, err)) ) goto done;
+  if( !ds ){   /* a new run: the data set its model reads (a resume has it) */
+    int u = 0;
+    if( (rc = fly_dataset_find(db, c->data, &ds, err)) ) goto done;
+    if( (rc = fly_run_data(db, ds, &c->model, &dout, &u, err)) ){
+      res->usage = u;
+      goto done;
+    }
+    ds = dout.dataset_id;
+    if( dout.derived ){
+      say(hooks, "%s", dout.why);
+      if( dout.target_note[0] ) say(hooks, "%s", dout.target_note);
+      c->model.formula = dout.formula;
+    }
+  }
   if( (rc = fly_dataset_load(db, ds, &dset, err)) ) goto done;
   if( (rc = fly_model_spec_resolve(&c->model, db, ds, &m, err)) ||
       (rc = fly_run_cfg_fit(c, &m, err)) ){
