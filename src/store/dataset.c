@@ -303,6 +303,24 @@ const fly_dataset_column *fly_dataset_column_find(const fly_dataset *ds,
   return NULL;
 }
 
+fly_rc fly_dataset_require_numeric(const fly_dataset *ds, fly_err *err)
+{
+  if( ds->parent_id ) return FLY_OK;
+  for(size_t j = 0; j < ds->n_cols; j++){
+    const fly_dataset_column *c = &ds->cols[j];
+    if( c->categorical )
+      return fly_fail(err, FLY_MISUSE, "data set '%s': column '%s' is "
+                      "categorical: choose the model's columns with --formula",
+                      ds->name, c->name ? c->name : "?");
+    if( c->n_missing > 0 )
+      return fly_fail(err, FLY_MISUSE, "data set '%s': column '%s' has %lld "
+                      "missing values: choose the model's columns with "
+                      "--formula, which leaves such rows out", ds->name,
+                      c->name ? c->name : "?", (long long)c->n_missing);
+  }
+  return FLY_OK;
+}
+
 const fly_dataset_column *fly_dataset_target(const fly_dataset *ds)
 {
   for(size_t j = 0; j < ds->n_cols; j++)

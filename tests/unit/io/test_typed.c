@@ -119,6 +119,10 @@ static void test_detect(void)
   TAP_OK(x && !x->categorical && x->n_missing == 1 && x->n == 10
          && a && isnan(a[9 * 5 + 1]) && x->mean == (1+2+3+4+5+6+7+8+9+11) / 10.0,
          "x: NULL from --na-strings is missing, left out of the statistics");
+  fly_err e2 = {0};
+  TAP_OK(ds && fly_dataset_require_numeric(ds, &e2) == FLY_MISUSE
+         && strstr(e2.msg, "column 'x' has 1 missing"),
+         "a raw data set with missing values is not for a model as it is (%s)", e2.msg);
   free(a);
   free(b);
   fly_dataset_free(ds);
@@ -161,6 +165,8 @@ static void test_design(void)
          && strstr(rep.why, "1 in 'y'"),
          "materialised: 4 rows, 3 left out (%s)", rc ? err.msg : rep.why);
   rc = fly_dataset_load(db, id, &dv, &err);
+  TAP_OK(rc == FLY_OK && fly_dataset_require_numeric(dv, NULL) == FLY_OK,
+         "the derived data set is for a model as it is");
   TAP_OK(rc == FLY_OK && dv->parent_id == raw && dv->width == 5 && dv->has_intercept
          && strcmp(dv->cols[0].name, "(Intercept)") == 0
          && strcmp(dv->cols[1].name, "x") == 0
