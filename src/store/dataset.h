@@ -208,7 +208,8 @@ typedef struct fly_dataset_checked {
  * stored_bytes, the dataset_column rows (idx 0..width-1, roles, the
  * target's name, types), the levels of categorical columns (codes
  * 0..n-1, counts and n_missing adding up to n_rows), a derived data set's
- * parent, and unless ck->quick the statistics, missing counts and level
+ * rows and rows left out against its parent (table derived), and unless
+ * ck->quick the statistics, missing counts and level
  * counts recomputed from the decoded pages (a categorical column holds
  * only codes or NaN).  *pds (*n of them, in id order) is
  * for the checks that follow; free with fly_dataset_checked_free.

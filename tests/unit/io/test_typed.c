@@ -140,8 +140,14 @@ static void test_detect(void)
          "--categorical names a missing column: refused (%s)", err.msg);
 }
 
+static void collect(void *ctx, const char *scope, const char *what)
+{
+  snprintf(ctx, 512, "%s: %s", scope, what);
+}
+
 static void test_design(void)
 {
+  char last[512] = "";
   fly_err err = {0};
   fly_db *db = NULL;
   fly_design *d = NULL;
@@ -220,6 +226,15 @@ static void test_design(void)
   memset(&ck, 0, sizeof ck);
   fly_dataset_check(db, &ck, &cs, &n, NULL);
   TAP_OK(ck.n_problems == 0 && n >= 3, "check: %zu data sets, no problems", n);
+  fly_dataset_checked_free(cs, n);
+  fly_db_exec(db, "UPDATE derived SET n_omitted = 2", NULL);
+  memset(&ck, 0, sizeof ck);
+  ck.report = collect;
+  ck.ctx = last;
+  fly_dataset_check(db, &ck, &cs, &n, NULL);
+  TAP_OK(ck.n_problems == 1 && strstr(last, "4 rows and 2 left out, but its parent 'dia' has 7"),
+         "check: a wrong n_omitted is found (%lld problems, the last: %s)",
+         (long long)ck.n_problems, last);
   fly_dataset_checked_free(cs, n);
   fly_dataset_free(dv);
   fly_db_close(db);
