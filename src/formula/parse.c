@@ -32,6 +32,7 @@
 #include "util/mem.h"
 
 #define MAX_HEIGHT 1000         /* tree height: recursion depth of every walk */
+#define MAX_NEST   256          /* parentheses, calls and signs within each other */
 
 typedef struct parser {
   const char  *t;               /* the text */
@@ -39,6 +40,7 @@ typedef struct parser {
   fly_formula *f;
   size_t      *height;          /* per node (parallel to f->node) */
   int          in_call;         /* inside a function call: arithmetic only */
+  int          nest;            /* parse_unary calls in progress */
   fly_rc       rc;              /* first failure, FLY_OK while none */
   fly_err     *err;
 } parser;
@@ -193,6 +195,11 @@ static size_t token_len(const parser *p, size_t at)
   }
   if( is_digit(u[k]) || (u[k] == '.' && k + 1 < p->n && is_digit(u[k+1])) ){
     while( k < p->n && (is_digit(u[k]) || u[k] == '.') ) k++;
+    if( k < p->n && (u[k] == 'e' || u[k] == 'E') ){
+      k++;
+      if( k < p->n && (u[k] == '+' || u[k] == '-') ) k++;
+      while( k < p->n && is_digit(u[k]) ) k++;
+    }
     return k - at;
   }
   if( is_namech(u[k]) && u[k] != '_' ){
@@ -378,16 +385,26 @@ static size_t parse_power(parser *p)
   return b == FORMULA_NONE ? b : add_node(p, FN_POW, at, a, b, NULL, 0);
 }
 
+/* Every nesting (parentheses, a call's argument, a sign, a power) passes
+ * here, so nest bounds the parser's recursion. */
 static size_t parse_unary(parser *p)
 {
   size_t at, a;
   fn_kind k;
   skip_space(p);
-  if( p->i >= p->n || (p->t[p->i] != '-' && p->t[p->i] != '+') ) return parse_power(p);
-  at = p->i++;
-  k = p->t[at] == '-' ? FN_NEG : FN_POS;
-  a = parse_unary(p);
-  return a == FORMULA_NONE ? a : add_node(p, k, at, a, FORMULA_NONE, NULL, 0);
+  if( p->nest >= MAX_NEST )
+    return fail_at(p, p->i, "at most 256 parentheses, calls or signs within each other");
+  p->nest++;
+  if( p->i >= p->n || (p->t[p->i] != '-' && p->t[p->i] != '+') ){
+    a = parse_power(p);
+  }else{
+    at = p->i++;
+    k = p->t[at] == '-' ? FN_NEG : FN_POS;
+    a = parse_unary(p);
+    if( a != FORMULA_NONE ) a = add_node(p, k, at, a, FORMULA_NONE, NULL, 0);
+  }
+  p->nest--;
+  return a;
 }
 
 static size_t parse_colon(parser *p)

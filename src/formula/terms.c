@@ -16,9 +16,11 @@
  *   a - b   a's terms without b's          (..)^k  the k-fold a:a:..., trimmed
  *   1, 0    intercept on, off (reversed on the right of a '-')
  *
- * each result trimmed of repeats (the first occurrence stays).  Finally
- * the terms are ordered by degree, stably.  Cost: O(T^2 W) per trim for T
- * terms of W words; T is at most FLY_DESIGN_MAX_TERMS.
+ * each result trimmed of repeats (the first occurrence stays; every list
+ * encode returns is free of repeats, so a trim checks only the appended
+ * terms).  Finally the terms are ordered by degree, stably.  Cost: O(T W)
+ * per term appended to a list of T terms of W words; T is at most
+ * FLY_DESIGN_MAX_TERMS.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -173,15 +175,26 @@ static void tl_cat(expander *x, tlist *a, const tlist *b)
   }
 }
 
-/* Remove repeats, keeping each term's first occurrence (R's TrimRepeats). */
-static void tl_trim(expander *x, tlist *l)
+/* Index of term w in l, or l->n. */
+static size_t tl_find(const expander *x, const tlist *l, const uint64_t *w)
 {
-  size_t nw = x->t->nw, i, j, m = 0;
-  for(i = 0; i < l->n; i++){
+  size_t nw = x->t->nw, j;
+  for(j = 0; j < l->n; j++)
+    if( memcmp(l->w + j * nw, w, nw * sizeof *w) == 0 ) break;
+  return j;
+}
+
+/* Remove repeats among l[from ..], keeping each term's first occurrence
+ * (R's TrimRepeats); l[0 .. from) are distinct already. */
+static void tl_trim_from(expander *x, tlist *l, size_t from)
+{
+  size_t nw = x->t->nw, i, m = from;
+  tlist kept;
+  for(i = from; i < l->n; i++){
     const uint64_t *w = l->w + i * nw;
-    for(j = 0; j < m; j++)
-      if( memcmp(l->w + j * nw, w, nw * sizeof *w) == 0 ) break;
-    if( j == m ){
+    kept.w = l->w;
+    kept.n = m;
+    if( tl_find(x, &kept, w) == m ){
       if( m != i ) memmove(l->w + m * nw, w, nw * sizeof *w);
       m++;
     }
@@ -189,21 +202,19 @@ static void tl_trim(expander *x, tlist *l)
   l->n = m;
 }
 
-/* out = every l|r, l of a (outer), r of b (inner), trimmed. */
+/* out = every l|r, l of a (outer), r of b (inner), without repeats. */
 static void tl_interact(expander *x, const tlist *a, const tlist *b, tlist *out)
 {
   size_t nw = x->t->nw, i, j, k;
-  if( a->n && b->n > (FLY_DESIGN_MAX_TERMS * 64) / a->n ){
-    too_many(x, FLY_DESIGN_MAX_TERMS + 1);
-    return;
-  }
   for(i = 0; i < a->n && x->rc == FLY_OK; i++)
     for(j = 0; j < b->n; j++){
       uint64_t *w = tl_push(x, out);
       if( !w ) return;
       for(k = 0; k < nw; k++) w[k] = a->w[i * nw + k] | b->w[j * nw + k];
+      out->n--;
+      if( tl_find(x, out, w) == out->n ) out->n++;
+      if( too_many(x, out->n) ) return;
     }
-  tl_trim(x, out);
 }
 
 /* ---- encoding ------------------------------------------------------------ */
@@ -257,7 +268,7 @@ static void encode(expander *x, size_t i, tlist *out)
       k = x->var_of_col[j];
       w[k / 64] |= (uint64_t)1 << (k % 64);
     }
-    tl_trim(x, out);
+    tl_trim_from(x, out, 0);
     too_many(x, out->n);
     return;
   case FN_NUM:                          /* 0 or 1, checked by the parser */
@@ -274,8 +285,9 @@ static void encode(expander *x, size_t i, tlist *out)
     return;
   case FN_ADD:
     encode2(x, n, out, &b);
+    j = out->n;
     tl_cat(x, out, &b);
-    tl_trim(x, out);
+    tl_trim_from(x, out, j);
     break;
   case FN_COLON:
     encode2(x, n, &a, &b);
@@ -284,9 +296,10 @@ static void encode(expander *x, size_t i, tlist *out)
   case FN_MUL:
     encode2(x, n, out, &b);
     tl_interact(x, out, &b, &c);
+    j = out->n;
     tl_cat(x, out, &b);
     tl_cat(x, out, &c);
-    tl_trim(x, out);
+    tl_trim_from(x, out, j);
     break;
   case FN_DIV: {
     uint64_t *all;
@@ -296,8 +309,9 @@ static void encode(expander *x, size_t i, tlist *out)
       for(k = 0; k < nw; k++) all[k] |= out->w[j * nw + k];
     for(j = 0; j < b.n; j++)
       for(k = 0; k < nw; k++) b.w[j * nw + k] |= all[k];
+    j = out->n;
     tl_cat(x, out, &b);
-    tl_trim(x, out);
+    tl_trim_from(x, out, j);
     break;
   }
   case FN_POW: {
