@@ -18,8 +18,9 @@
  *
  * each result trimmed of repeats (the first occurrence stays; every list
  * encode returns is free of repeats, so a trim checks only the appended
- * terms).  Finally the terms are ordered by degree, stably.  Cost: O(T W)
- * per term appended to a list of T terms of W words; T is at most
+ * terms, and an interaction hashes its products).  Finally the terms are
+ * ordered by degree, stably.  Cost: O(T W) per term appended to a list of
+ * T terms of W words, O(W) per product of an interaction; T is at most
  * FLY_DESIGN_MAX_TERMS.
  */
 #include <stdlib.h>
@@ -202,19 +203,41 @@ static void tl_trim_from(expander *x, tlist *l, size_t from)
   l->n = m;
 }
 
-/* out = every l|r, l of a (outer), r of b (inner), without repeats. */
+_Static_assert((FLY_DESIGN_MAX_TERMS & (FLY_DESIGN_MAX_TERMS - 1)) == 0,
+               "the interaction hash table size must be a power of two");
+
+static size_t term_hash(const uint64_t *w, size_t nw)
+{
+  uint64_t h = 0x9e3779b97f4a7c15u;
+  size_t k;
+  for(k = 0; k < nw; k++) h = (h ^ w[k]) * 0xff51afd7ed558ccdu;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* out (empty) = every l|r, l of a (outer), r of b (inner), without
+ * repeats.  A hash table of out's terms finds the repeats. */
 static void tl_interact(expander *x, const tlist *a, const tlist *b, tlist *out)
 {
-  size_t nw = x->t->nw, i, j, k;
-  for(i = 0; i < a->n && x->rc == FLY_OK; i++)
+  enum { TAB = 4 * FLY_DESIGN_MAX_TERMS };   /* a power of two, over twice the terms */
+  size_t nw = x->t->nw, i, j, k, *tab;
+  if( x->rc != FLY_OK ) return;
+  tab = fly_alloc_array(TAB, sizeof *tab);
+  if( !tab ){ nomem(x); return; }
+  for(i = 0; i < TAB; i++) tab[i] = SIZE_MAX;
+  for(i = 0; i < a->n; i++)
     for(j = 0; j < b->n; j++){
       uint64_t *w = tl_push(x, out);
-      if( !w ) return;
+      size_t h;
+      if( !w ) goto done;
       for(k = 0; k < nw; k++) w[k] = a->w[i * nw + k] | b->w[j * nw + k];
-      out->n--;
-      if( tl_find(x, out, w) == out->n ) out->n++;
-      if( too_many(x, out->n) ) return;
+      for(h = term_hash(w, nw) & (TAB - 1); tab[h] != SIZE_MAX; h = (h + 1) & (TAB - 1))
+        if( memcmp(out->w + tab[h] * nw, w, nw * sizeof *w) == 0 ) break;
+      if( tab[h] != SIZE_MAX ){ out->n--; continue; }
+      tab[h] = out->n - 1;
+      if( too_many(x, out->n) ) goto done;
     }
+done:
+  fly_free(tab);
 }
 
 /* ---- encoding ------------------------------------------------------------ */
