@@ -218,19 +218,21 @@ static size_t term_hash(const uint64_t *w, size_t nw)
  * repeats.  A hash table of out's terms finds the repeats. */
 static void tl_interact(expander *x, const tlist *a, const tlist *b, tlist *out)
 {
-  enum { TAB = 4 * FLY_DESIGN_MAX_TERMS };   /* a power of two, over twice the terms */
-  size_t nw = x->t->nw, i, j, k, *tab;
+  size_t nw = x->t->nw, i, j, k, *tab, cap = 16, mask;
   if( x->rc != FLY_OK ) return;
-  tab = fly_alloc_array(TAB, sizeof *tab);
+  /* a power of two over twice the terms there can be */
+  while( cap < 4 * FLY_DESIGN_MAX_TERMS && cap / 2 <= a->n * b->n ) cap *= 2;
+  mask = cap - 1;
+  tab = fly_alloc_array(cap, sizeof *tab);
   if( !tab ){ nomem(x); return; }
-  for(i = 0; i < TAB; i++) tab[i] = SIZE_MAX;
+  for(i = 0; i < cap; i++) tab[i] = SIZE_MAX;
   for(i = 0; i < a->n; i++)
     for(j = 0; j < b->n; j++){
       uint64_t *w = tl_push(x, out);
       size_t h;
       if( !w ) goto done;
       for(k = 0; k < nw; k++) w[k] = a->w[i * nw + k] | b->w[j * nw + k];
-      for(h = term_hash(w, nw) & (TAB - 1); tab[h] != SIZE_MAX; h = (h + 1) & (TAB - 1))
+      for(h = term_hash(w, nw) & mask; tab[h] != SIZE_MAX; h = (h + 1) & mask)
         if( memcmp(out->w + tab[h] * nw, w, nw * sizeof *w) == 0 ) break;
       if( tab[h] != SIZE_MAX ){ out->n--; continue; }
       tab[h] = out->n - 1;
@@ -346,7 +348,8 @@ static void encode(expander *x, size_t i, tlist *out)
     for(s = 1; s < p && x->rc == FLY_OK; s++){
       c.n = 0;
       tl_interact(x, &a, out, &c);
-      if( c.n == out->n && memcmp(c.w, out->w, c.n * nw * sizeof *c.w) == 0 ) break;
+      if( c.n == out->n && (c.n == 0 || memcmp(c.w, out->w, c.n * nw * sizeof *c.w) == 0) )
+        break;
       tl_free(out);
       *out = c;
       c.w = NULL;
