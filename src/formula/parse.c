@@ -407,36 +407,36 @@ static size_t parse_unary(parser *p)
   return a;
 }
 
-static size_t parse_colon(parser *p)
-{
-  size_t a = parse_unary(p);
-  while( a != FORMULA_NONE && !p->in_call && at_char(p, ':') ){
-    size_t at = p->i++, b = parse_unary(p);
-    a = b == FORMULA_NONE ? b : add_node(p, FN_COLON, at, a, b, NULL, 0);
-  }
-  return a;
-}
+/* The binary operators by precedence, loosest first; each level is a
+ * left-associative chain of the next, the last of unary expressions. */
+static const struct { const char *ops; fn_kind kind[2]; } binary[] = {
+  { "+-", { FN_ADD, FN_SUB } },
+  { "*/", { FN_MUL, FN_DIV } },
+  { ":",  { FN_COLON, FN_COLON } },     /* not inside a call */
+};
+#define N_BINARY (sizeof binary / sizeof binary[0])
 
-static size_t parse_prod(parser *p)
+static size_t parse_binary(parser *p, size_t lv)
 {
-  size_t a = parse_colon(p);
-  while( a != FORMULA_NONE && (at_char(p, '*') || at_char(p, '/')) ){
-    size_t at = p->i++, b = parse_colon(p);
+  size_t a = lv + 1 < N_BINARY ? parse_binary(p, lv + 1) : parse_unary(p);
+  for(;;){
+    const char *op;
+    size_t at, b;
+    skip_space(p);
+    if( a == FORMULA_NONE || p->i >= p->n ) break;
+    if( !(op = strchr(binary[lv].ops, p->t[p->i])) ) break;
+    if( binary[lv].kind[0] == FN_COLON && p->in_call ) break;
+    at = p->i++;
+    b = lv + 1 < N_BINARY ? parse_binary(p, lv + 1) : parse_unary(p);
     a = b == FORMULA_NONE ? b
-      : add_node(p, p->t[at] == '*' ? FN_MUL : FN_DIV, at, a, b, NULL, 0);
+      : add_node(p, binary[lv].kind[op - binary[lv].ops], at, a, b, NULL, 0);
   }
   return a;
 }
 
 static size_t parse_sum(parser *p)
 {
-  size_t a = parse_prod(p);
-  while( a != FORMULA_NONE && (at_char(p, '+') || at_char(p, '-')) ){
-    size_t at = p->i++, b = parse_prod(p);
-    a = b == FORMULA_NONE ? b
-      : add_node(p, p->t[at] == '+' ? FN_ADD : FN_SUB, at, a, b, NULL, 0);
-  }
-  return a;
+  return parse_binary(p, 0);
 }
 
 /* What R checks when it reads the terms: at formula level a number is 0 or

@@ -140,7 +140,7 @@ static void test_parse(void)
   size_t i;
   for(i = 0; i < sizeof ok / sizeof ok[0]; i++){
     const char *got = rhs_of(ok[i].in, buf, sizeof buf);
-    if( !TAP_OK(strcmp(got, ok[i].want) == 0, "parse '%s'", ok[i].in) )
+    if( !TAP_OK(strcmp(got, ok[i].want) == 0, "parse case %zu (%s)", i, ok[i].want) )
       TAP_DIAG("got '%s', want '%s'", got, ok[i].want);
   }
   for(i = 0; i < sizeof bad / sizeof bad[0]; i++){
