@@ -2,10 +2,11 @@
  * dump.c -- `flydb dump`: a data set back out as CSV, exactly.
  *
  * Streams the pages in order (one page in memory) and prints every stored
- * number with %.17g, which reads back to the same double, a categorical
- * column's codes as their labels (quoted where a reader would otherwise
- * trim or split them), and a missing value as NA; the intercept column is
- * printed only with --intercept.  The header row carries the column names,
+ * number in the fewest of 15, 16 or 17 significant digits that read back
+ * to the same double (%.17g always would; %.15g is what the CSV usually
+ * held), a categorical column's codes as their labels (quoted where a
+ * reader would otherwise trim or split them), and a missing value as NA;
+ * the intercept column is printed only with --intercept.  The header row carries the column names,
  * the target last, as ingested.  Ingesting the output again stores the
  * same data set (codes in first-seen order come out the same), except that
  * a categorical column whose labels all read as numbers needs
@@ -13,6 +14,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -32,6 +34,20 @@ static void put_field(const char *s)
     for(const char *t = s; *t; t++){ if( *t == '"' ) putchar('"'); putchar(*t); }
     putchar('"');
   }else fputs(s, stdout);
+}
+
+/* v in the fewest significant digits (15, 16 or 17) that read back to the
+ * same bits, as %g writes them. */
+static void put_num(double v)
+{
+  char b[40];
+  for(int p = 15; p <= 17; p++){
+    double w;
+    snprintf(b, sizeof b, "%.*g", p, v);
+    w = strtod(b, NULL);
+    if( p == 17 || memcmp(&w, &v, sizeof v) == 0 ) break;
+  }
+  fputs(b, stdout);
 }
 
 static fly_rc dump(fly_db *db, const char *name, int with_icpt, fly_err *err)
@@ -77,7 +93,7 @@ static fly_rc dump(fly_db *db, const char *name, int with_icpt, fly_err *err)
                           "check", d->name, (long long)pg, r[j], c->name, c->n_levels);
             break;
           }
-        }else printf("%.17g", r[j]);
+        }else put_num(r[j]);
       }
       if( rc ) break;
       putchar('\n');

@@ -98,14 +98,13 @@ static int cmp_level(const void *a, const void *b)
 }
 
 /* Levels of categorical column j in R's order into v. */
-static fly_rc bind_levels(fly_design *d, dvar *v, const fly_fcol *cols, size_t j,
+static fly_rc bind_levels(dvar *v, const fly_fcol *cols, size_t j,
                           const fly_design_opts *o, fly_err *err)
 {
   const fly_fcol *c = &cols[j];
   lev_code *order = NULL;
   size_t k, r, ref = SIZE_MAX;
   fly_rc rc = FLY_OK;
-  (void)d;
   v->cat = 1;
   v->n_lev = c->n_levels;
   if( c->n_levels < 2 )
@@ -305,7 +304,7 @@ static fly_rc bind_var(fly_design *d, const fly_terms *t, size_t k, const fly_fo
     if( j == SIZE_MAX )
       return fly_fail(err, FLY_RANGE, "formula: no column '%s'", f->node[i].s);
     v->col = j;
-    return cols[j].categorical ? bind_levels(d, v, cols, j, o, err) : FLY_OK;
+    return cols[j].categorical ? bind_levels(v, cols, j, o, err) : FLY_OK;
   }else{
     compiler c;
     memset(&c, 0, sizeof c);
@@ -440,12 +439,13 @@ static fly_rc make_key(fly_design *d, const fly_terms *t, const fly_fcol *cols,
     if( k ) fsbuf_add(&b, ",", 1);
     fly_formula_deparse_name(cols[d->uses[k]].name, &b);
   }
-  /* the references that change a level order of the design */
+  /* the references that change a level order of the design (the first
+   * one given for a column, as bind_levels takes it) */
   for(k = 0, j = 0; o && k < d->n_uses; k++){
     const fly_fcol *c = &cols[d->uses[k]];
-    for(i = o->n_ref; i-- > 0; )
+    for(i = 0; i < o->n_ref; i++)
       if( c->categorical && strcmp(o->ref_col[i], c->name) == 0 ) break;
-    if( i == (size_t)-1 ) continue;
+    if( i == o->n_ref ) continue;
     fsbuf_puts(&b, j++ ? "," : " | ref ");
     fly_formula_deparse_name(c->name, &b);
     fsbuf_add(&b, "=", 1);

@@ -32,6 +32,7 @@
 #include "util/mem.h"
 
 #define MAX_HEIGHT 1000         /* tree height: recursion depth of every walk */
+#define MAX_NEST   256          /* parentheses, calls and signs within each other */
 
 typedef struct parser {
   const char  *t;               /* the text */
@@ -39,6 +40,7 @@ typedef struct parser {
   fly_formula *f;
   size_t      *height;          /* per node (parallel to f->node) */
   int          in_call;         /* inside a function call: arithmetic only */
+  int          nest;            /* parse_unary calls in progress */
   fly_rc       rc;              /* first failure, FLY_OK while none */
   fly_err     *err;
 } parser;
@@ -193,6 +195,11 @@ static size_t token_len(const parser *p, size_t at)
   }
   if( is_digit(u[k]) || (u[k] == '.' && k + 1 < p->n && is_digit(u[k+1])) ){
     while( k < p->n && (is_digit(u[k]) || u[k] == '.') ) k++;
+    if( k < p->n && (u[k] == 'e' || u[k] == 'E') ){
+      k++;
+      if( k < p->n && (u[k] == '+' || u[k] == '-') ) k++;
+      while( k < p->n && is_digit(u[k]) ) k++;
+    }
     return k - at;
   }
   if( is_namech(u[k]) && u[k] != '_' ){
@@ -378,48 +385,58 @@ static size_t parse_power(parser *p)
   return b == FORMULA_NONE ? b : add_node(p, FN_POW, at, a, b, NULL, 0);
 }
 
+/* Every nesting (parentheses, a call's argument, a sign, a power) passes
+ * here, so nest bounds the parser's recursion. */
 static size_t parse_unary(parser *p)
 {
   size_t at, a;
   fn_kind k;
   skip_space(p);
-  if( p->i >= p->n || (p->t[p->i] != '-' && p->t[p->i] != '+') ) return parse_power(p);
-  at = p->i++;
-  k = p->t[at] == '-' ? FN_NEG : FN_POS;
-  a = parse_unary(p);
-  return a == FORMULA_NONE ? a : add_node(p, k, at, a, FORMULA_NONE, NULL, 0);
-}
-
-static size_t parse_colon(parser *p)
-{
-  size_t a = parse_unary(p);
-  while( a != FORMULA_NONE && !p->in_call && at_char(p, ':') ){
-    size_t at = p->i++, b = parse_unary(p);
-    a = b == FORMULA_NONE ? b : add_node(p, FN_COLON, at, a, b, NULL, 0);
+  if( p->nest >= MAX_NEST )
+    return fail_at(p, p->i, "at most 256 parentheses, calls or signs within each other");
+  p->nest++;
+  if( p->i >= p->n || (p->t[p->i] != '-' && p->t[p->i] != '+') ){
+    a = parse_power(p);
+  }else{
+    at = p->i++;
+    k = p->t[at] == '-' ? FN_NEG : FN_POS;
+    a = parse_unary(p);
+    if( a != FORMULA_NONE ) a = add_node(p, k, at, a, FORMULA_NONE, NULL, 0);
   }
+  p->nest--;
   return a;
 }
 
-static size_t parse_prod(parser *p)
+/* The binary operators by precedence, loosest first; each level is a
+ * left-associative chain of the next, the last of unary expressions. */
+static const struct { const char *ops; fn_kind kind[2]; } binary[] = {
+  { "+-", { FN_ADD, FN_SUB } },
+  { "*/", { FN_MUL, FN_DIV } },
+  { ":",  { FN_COLON, FN_COLON } },     /* not inside a call */
+};
+#define N_BINARY (sizeof binary / sizeof binary[0])
+
+static size_t parse_binary(parser *p, size_t lv)
 {
-  size_t a = parse_colon(p);
-  while( a != FORMULA_NONE && (at_char(p, '*') || at_char(p, '/')) ){
-    size_t at = p->i++, b = parse_colon(p);
+  size_t a = lv + 1 < N_BINARY ? parse_binary(p, lv + 1) : parse_unary(p);
+  for(;;){
+    const char *op;
+    size_t at, b;
+    skip_space(p);
+    if( a == FORMULA_NONE || p->i >= p->n ) break;
+    if( !(op = strchr(binary[lv].ops, p->t[p->i])) ) break;
+    if( binary[lv].kind[0] == FN_COLON && p->in_call ) break;
+    at = p->i++;
+    b = lv + 1 < N_BINARY ? parse_binary(p, lv + 1) : parse_unary(p);
     a = b == FORMULA_NONE ? b
-      : add_node(p, p->t[at] == '*' ? FN_MUL : FN_DIV, at, a, b, NULL, 0);
+      : add_node(p, binary[lv].kind[op - binary[lv].ops], at, a, b, NULL, 0);
   }
   return a;
 }
 
 static size_t parse_sum(parser *p)
 {
-  size_t a = parse_prod(p);
-  while( a != FORMULA_NONE && (at_char(p, '+') || at_char(p, '-')) ){
-    size_t at = p->i++, b = parse_prod(p);
-    a = b == FORMULA_NONE ? b
-      : add_node(p, p->t[at] == '+' ? FN_ADD : FN_SUB, at, a, b, NULL, 0);
-  }
-  return a;
+  return parse_binary(p, 0);
 }
 
 /* What R checks when it reads the terms: at formula level a number is 0 or

@@ -16,9 +16,12 @@
  *   a - b   a's terms without b's          (..)^k  the k-fold a:a:..., trimmed
  *   1, 0    intercept on, off (reversed on the right of a '-')
  *
- * each result trimmed of repeats (the first occurrence stays).  Finally
- * the terms are ordered by degree, stably.  Cost: O(T^2 W) per trim for T
- * terms of W words; T is at most FLY_DESIGN_MAX_TERMS.
+ * each result trimmed of repeats (the first occurrence stays; every list
+ * encode returns is free of repeats, so a trim checks only the appended
+ * terms, and an interaction hashes its products).  Finally the terms are
+ * ordered by degree, stably.  Cost: O(T W) per term appended to a list of
+ * T terms of W words, O(W) per product of an interaction; T is at most
+ * FLY_DESIGN_MAX_TERMS.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -173,15 +176,26 @@ static void tl_cat(expander *x, tlist *a, const tlist *b)
   }
 }
 
-/* Remove repeats, keeping each term's first occurrence (R's TrimRepeats). */
-static void tl_trim(expander *x, tlist *l)
+/* Index of term w in l, or l->n. */
+static size_t tl_find(const expander *x, const tlist *l, const uint64_t *w)
 {
-  size_t nw = x->t->nw, i, j, m = 0;
-  for(i = 0; i < l->n; i++){
+  size_t nw = x->t->nw, j;
+  for(j = 0; j < l->n; j++)
+    if( memcmp(l->w + j * nw, w, nw * sizeof *w) == 0 ) break;
+  return j;
+}
+
+/* Remove repeats among l[from ..], keeping each term's first occurrence
+ * (R's TrimRepeats); l[0 .. from) are distinct already. */
+static void tl_trim_from(expander *x, tlist *l, size_t from)
+{
+  size_t nw = x->t->nw, i, m = from;
+  tlist kept;
+  for(i = from; i < l->n; i++){
     const uint64_t *w = l->w + i * nw;
-    for(j = 0; j < m; j++)
-      if( memcmp(l->w + j * nw, w, nw * sizeof *w) == 0 ) break;
-    if( j == m ){
+    kept.w = l->w;
+    kept.n = m;
+    if( tl_find(x, &kept, w) == m ){
       if( m != i ) memmove(l->w + m * nw, w, nw * sizeof *w);
       m++;
     }
@@ -189,21 +203,43 @@ static void tl_trim(expander *x, tlist *l)
   l->n = m;
 }
 
-/* out = every l|r, l of a (outer), r of b (inner), trimmed. */
+_Static_assert((FLY_DESIGN_MAX_TERMS & (FLY_DESIGN_MAX_TERMS - 1)) == 0,
+               "the interaction hash table size must be a power of two");
+
+static size_t term_hash(const uint64_t *w, size_t nw)
+{
+  uint64_t h = 0x9e3779b97f4a7c15u;
+  size_t k;
+  for(k = 0; k < nw; k++) h = (h ^ w[k]) * 0xff51afd7ed558ccdu;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* out (empty) = every l|r, l of a (outer), r of b (inner), without
+ * repeats.  A hash table of out's terms finds the repeats. */
 static void tl_interact(expander *x, const tlist *a, const tlist *b, tlist *out)
 {
-  size_t nw = x->t->nw, i, j, k;
-  if( a->n && b->n > (FLY_DESIGN_MAX_TERMS * 64) / a->n ){
-    too_many(x, FLY_DESIGN_MAX_TERMS + 1);
-    return;
-  }
-  for(i = 0; i < a->n && x->rc == FLY_OK; i++)
+  size_t nw = x->t->nw, i, j, k, *tab, cap = 16, mask;
+  if( x->rc != FLY_OK ) return;
+  /* a power of two over twice the terms there can be */
+  while( cap < 4 * FLY_DESIGN_MAX_TERMS && cap / 2 <= a->n * b->n ) cap *= 2;
+  mask = cap - 1;
+  tab = fly_alloc_array(cap, sizeof *tab);
+  if( !tab ){ nomem(x); return; }
+  for(i = 0; i < cap; i++) tab[i] = SIZE_MAX;
+  for(i = 0; i < a->n; i++)
     for(j = 0; j < b->n; j++){
       uint64_t *w = tl_push(x, out);
-      if( !w ) return;
+      size_t h;
+      if( !w ) goto done;
       for(k = 0; k < nw; k++) w[k] = a->w[i * nw + k] | b->w[j * nw + k];
+      for(h = term_hash(w, nw) & mask; tab[h] != SIZE_MAX; h = (h + 1) & mask)
+        if( memcmp(out->w + tab[h] * nw, w, nw * sizeof *w) == 0 ) break;
+      if( tab[h] != SIZE_MAX ){ out->n--; continue; }
+      tab[h] = out->n - 1;
+      if( too_many(x, out->n) ) goto done;
     }
-  tl_trim(x, out);
+done:
+  fly_free(tab);
 }
 
 /* ---- encoding ------------------------------------------------------------ */
@@ -257,7 +293,7 @@ static void encode(expander *x, size_t i, tlist *out)
       k = x->var_of_col[j];
       w[k / 64] |= (uint64_t)1 << (k % 64);
     }
-    tl_trim(x, out);
+    tl_trim_from(x, out, 0);
     too_many(x, out->n);
     return;
   case FN_NUM:                          /* 0 or 1, checked by the parser */
@@ -274,8 +310,9 @@ static void encode(expander *x, size_t i, tlist *out)
     return;
   case FN_ADD:
     encode2(x, n, out, &b);
+    j = out->n;
     tl_cat(x, out, &b);
-    tl_trim(x, out);
+    tl_trim_from(x, out, j);
     break;
   case FN_COLON:
     encode2(x, n, &a, &b);
@@ -284,9 +321,10 @@ static void encode(expander *x, size_t i, tlist *out)
   case FN_MUL:
     encode2(x, n, out, &b);
     tl_interact(x, out, &b, &c);
+    j = out->n;
     tl_cat(x, out, &b);
     tl_cat(x, out, &c);
-    tl_trim(x, out);
+    tl_trim_from(x, out, j);
     break;
   case FN_DIV: {
     uint64_t *all;
@@ -296,8 +334,9 @@ static void encode(expander *x, size_t i, tlist *out)
       for(k = 0; k < nw; k++) all[k] |= out->w[j * nw + k];
     for(j = 0; j < b.n; j++)
       for(k = 0; k < nw; k++) b.w[j * nw + k] |= all[k];
+    j = out->n;
     tl_cat(x, out, &b);
-    tl_trim(x, out);
+    tl_trim_from(x, out, j);
     break;
   }
   case FN_POW: {
@@ -309,7 +348,8 @@ static void encode(expander *x, size_t i, tlist *out)
     for(s = 1; s < p && x->rc == FLY_OK; s++){
       c.n = 0;
       tl_interact(x, &a, out, &c);
-      if( c.n == out->n && memcmp(c.w, out->w, c.n * nw * sizeof *c.w) == 0 ) break;
+      if( c.n == out->n && (c.n == 0 || memcmp(c.w, out->w, c.n * nw * sizeof *c.w) == 0) )
+        break;
       tl_free(out);
       *out = c;
       c.w = NULL;

@@ -512,7 +512,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
   line = start = c->line;
   c->txt_len = 0;
   for(;;){
-    const char *q = p, *e;
+    const char *q = p, *e, *ne;
     double v;
     int term, r;
 
@@ -523,6 +523,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
       v = strtod(q, &se);
       r = (se == e && isfinite(v)) ? 1 : 0;
     }
+    ne = r == 1 ? e : q;
     if( r == 1 ){
       while( IS_BLANK(*e) ) e++;
       if( *e == ',' ){ p = e + 1; term = T_COMMA; }
@@ -530,12 +531,10 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
       else if( *e == '\r' && e[1] == '\n' ){ p = e + 2; term = T_EOL; }
       else r = 0;
     }
-    if( r == 1 && cells ){
+    if( r == 1 && cells ){                  /* [q, number end) is the text */
       fly_csv_cell *cl = &cells[j];
-      const char *te = e;
-      while( te > q && IS_BLANK(te[-1]) ) te--;
       cl->s = q;
-      cl->n = (size_t)(te - q);
+      cl->n = (size_t)(ne - q);
       cl->v = v;
       cl->num = 1;
       cl->quoted = 0;

@@ -143,7 +143,12 @@ static uint32_t dict_find(const dict *d, const char *s, size_t n, size_t *slot)
     uint32_t c = d->tab[h];
     if( c == 0 ){ *slot = h; return 0; }
     const lvl *e = &d->e[c - 1];
-    if( e->len == n && memcmp(d->txt + e->off, s, n) == 0 ) return c;
+    if( e->len == n ){                     /* short texts: no memcmp call */
+      const char *t = d->txt + e->off;
+      size_t i = 0;
+      while( i < n && t[i] == s[i] ) i++;
+      if( i == n ) return c;
+    }
   }
 }
 
@@ -575,15 +580,22 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                            &pw, err);
   if( rc ) goto done;
 
+  /* A number needs no more than its value: f64, and no number can be an
+   * --na-strings text. */
+  const int plain = o->prec == FLY_PREC_F64 && !o->na_strings;
   while( (rc = fly_csv_next_cells(csv, cells, err)) == FLY_ROW || interrupted(o) ){
     if( interrupted(o) ){
       rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
                     (long long)fly_csv_line(csv), fly_csv_path(csv));
       goto done;
     }
-    for(size_t j = 0; j < ncsv; j++)
-      if( (rc = typed_value(csv, o, &tc[j], j, &cells[j], n, &rec[j], err)) )
+    for(size_t j = 0; j < ncsv; j++){
+      const fly_csv_cell *c = &cells[j];
+      if( plain && c->num && !tc[j].cat && !tc[j].track )
+        rec[j] = c->v;                      /* a numeric column, settled */
+      else if( (rc = typed_value(csv, o, &tc[j], j, c, n, &rec[j], err)) )
         goto done;
+    }
     for(size_t j = 0; j < width; j++)
       row[j] = src[j] == (size_t)-1 ? 1.0 : rec[src[j]];
     fly_dataset_stats_add(stats, row, 1);

@@ -303,6 +303,24 @@ const fly_dataset_column *fly_dataset_column_find(const fly_dataset *ds,
   return NULL;
 }
 
+fly_rc fly_dataset_require_numeric(const fly_dataset *ds, fly_err *err)
+{
+  if( ds->parent_id ) return FLY_OK;
+  for(size_t j = 0; j < ds->n_cols; j++){
+    const fly_dataset_column *c = &ds->cols[j];
+    if( c->categorical )
+      return fly_fail(err, FLY_MISUSE, "data set '%s': column '%s' is "
+                      "categorical: choose the model's columns with --formula",
+                      ds->name, c->name ? c->name : "?");
+    if( c->n_missing > 0 )
+      return fly_fail(err, FLY_MISUSE, "data set '%s': column '%s' has %lld "
+                      "missing values: choose the model's columns with "
+                      "--formula, which leaves such rows out", ds->name,
+                      c->name ? c->name : "?", (long long)c->n_missing);
+  }
+  return FLY_OK;
+}
+
 const fly_dataset_column *fly_dataset_target(const fly_dataset *ds)
 {
   for(size_t j = 0; j < ds->n_cols; j++)
@@ -870,6 +888,54 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
   }
 }
 
+/* Table derived: a derived data set's rows and the parent rows it left
+ * out add up to the parent's rows, each derived_omit count is at most the
+ * rows left out and together at least them (a row may count for several
+ * columns), and the columns named are the parent's. */
+static void check_derived(fly_db *db, fly_checker *ck)
+{
+  sqlite3_stmt *st;
+  int s;
+  fly_check_scope(ck, "table derived");
+  st = fly_check_prepare(db, ck,
+      "SELECT d.dataset_id, c.name, c.n_rows, p.name, p.n_rows, d.n_omitted,"
+      " (SELECT coalesce(sum(n_rows), 0) FROM derived_omit o"
+      "   WHERE o.dataset_id = d.dataset_id),"
+      " (SELECT coalesce(max(n_rows), 0) FROM derived_omit o"
+      "   WHERE o.dataset_id = d.dataset_id),"
+      " (SELECT count(*) FROM derived_omit o WHERE o.dataset_id = d.dataset_id"
+      "   AND NOT EXISTS (SELECT 1 FROM dataset_column pc WHERE"
+      "   pc.dataset_id = d.parent_id AND pc.idx = o.idx)),"
+      " (SELECT count(*) FROM derived x WHERE x.dataset_id = d.parent_id)"
+      " FROM derived d JOIN dataset c ON c.id = d.dataset_id"
+      " JOIN dataset p ON p.id = d.parent_id ORDER BY d.dataset_id");
+  if( !st ) return;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    long long id = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 2);
+    long long pn = sqlite3_column_int64(st, 4), om = sqlite3_column_int64(st, 5);
+    long long sum = sqlite3_column_int64(st, 6), mx = sqlite3_column_int64(st, 7);
+    const char *nm = (const char *)sqlite3_column_text(st, 1);
+    const char *pnm = (const char *)sqlite3_column_text(st, 3);
+    if( !nm ) nm = "?";
+    if( !pnm ) pnm = "?";
+    if( n + om != pn )
+      fly_check_problem(ck, "data set '%s' (id %lld): %lld rows and %lld left out, "
+                        "but its parent '%s' has %lld", nm, id, n, om, pnm, pn);
+    if( sum < om || mx > om )
+      fly_check_problem(ck, "data set '%s' (id %lld): the rows left out per column "
+                        "(%lld in all, at most %lld) do not account for the %lld "
+                        "left out", nm, id, sum, mx, om);
+    if( sqlite3_column_int64(st, 8) > 0 )
+      fly_check_problem(ck, "data set '%s' (id %lld): derived_omit names columns "
+                        "its parent '%s' does not have", nm, id, pnm);
+    if( sqlite3_column_int64(st, 9) > 0 )
+      fly_check_problem(ck, "data set '%s' (id %lld): its parent '%s' is itself "
+                        "derived", nm, id, pnm);
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table derived");
+  sqlite3_finalize(st);
+}
+
 fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
                          fly_dataset_checked **pds, size_t *pn, fly_err *err)
 {
@@ -903,6 +969,7 @@ fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
     fly_check_step_failed(db, ck, "reading table dataset");
   }
   sqlite3_finalize(st);
+  check_derived(db, ck);
 done:
   fly_check_scope(ck, "%s", "");
   *pds = ds;

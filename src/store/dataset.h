@@ -95,6 +95,14 @@ void   fly_dataset_free(fly_dataset *ds);              /* NULL: no-op */
 const fly_dataset_column *fly_dataset_column_find(const fly_dataset *ds,
                                                   const char *name);
 
+/* FLY_OK if every stored column of ds is numeric without missing values,
+ * so that a model can use its rows as they are; else FLY_MISUSE naming
+ * the first categorical column or column with missing values ("data set
+ * 'd': column 'cut' is categorical: choose the model's columns with
+ * --formula").  Derived data sets pass (their categorical target holds
+ * class indices). */
+fly_rc fly_dataset_require_numeric(const fly_dataset *ds, fly_err *err);
+
 /* The target column (role 'target'), or NULL in a damaged file. */
 const fly_dataset_column *fly_dataset_target(const fly_dataset *ds);
 
@@ -200,7 +208,8 @@ typedef struct fly_dataset_checked {
  * stored_bytes, the dataset_column rows (idx 0..width-1, roles, the
  * target's name, types), the levels of categorical columns (codes
  * 0..n-1, counts and n_missing adding up to n_rows), a derived data set's
- * parent, and unless ck->quick the statistics, missing counts and level
+ * rows and rows left out against its parent (table derived), and unless
+ * ck->quick the statistics, missing counts and level
  * counts recomputed from the decoded pages (a categorical column holds
  * only codes or NaN).  *pds (*n of them, in id order) is
  * for the checks that follow; free with fly_dataset_checked_free.

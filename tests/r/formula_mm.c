@@ -165,8 +165,24 @@ int main(int argc, char **argv)
     for(k = 0; k < fly_design_width(d); k++) printf(",%.17g", out[k]);
     printf("\n");
   }
-  fprintf(stderr, "key: %s\n", fly_design_key(d));
   fly_design_free(d);
   fly_formula_free(fm);
+  for(i = 0; i < nr; i++){
+    for(j = 0; j < nc; j++) free(cells[i][j]);
+    free(cells[i]);
+  }
+  free(cells);
+  for(j = 0; j < nc; j++){
+    for(k = 0; k < tc[j].n_lev; k++) free(tc[j].lev[k]);
+    free(tc[j].lev);
+    free(tc[j].name);
+  }
+  for(k = 0; k < o.n_ref; k++) free((char *)rc[k]);
+  free(rc);
+  free(rl);
+  free(tc);
+  free(fc);
+  free(raw);
+  free(out);
   return 0;
 }

@@ -119,6 +119,10 @@ static void test_detect(void)
   TAP_OK(x && !x->categorical && x->n_missing == 1 && x->n == 10
          && a && isnan(a[9 * 5 + 1]) && x->mean == (1+2+3+4+5+6+7+8+9+11) / 10.0,
          "x: NULL from --na-strings is missing, left out of the statistics");
+  fly_err e2 = {0};
+  TAP_OK(ds && fly_dataset_require_numeric(ds, &e2) == FLY_MISUSE
+         && strstr(e2.msg, "column 'x' has 1 missing"),
+         "a raw data set with missing values is not for a model as it is (%s)", e2.msg);
   free(a);
   free(b);
   fly_dataset_free(ds);
@@ -136,8 +140,14 @@ static void test_detect(void)
          "--categorical names a missing column: refused (%s)", err.msg);
 }
 
+static void collect(void *ctx, const char *scope, const char *what)
+{
+  snprintf(ctx, 512, "%s: %s", scope, what);
+}
+
 static void test_design(void)
 {
+  char last[512] = "";
   fly_err err = {0};
   fly_db *db = NULL;
   fly_design *d = NULL;
@@ -161,6 +171,8 @@ static void test_design(void)
          && strstr(rep.why, "1 in 'y'"),
          "materialised: 4 rows, 3 left out (%s)", rc ? err.msg : rep.why);
   rc = fly_dataset_load(db, id, &dv, &err);
+  TAP_OK(rc == FLY_OK && fly_dataset_require_numeric(dv, NULL) == FLY_OK,
+         "the derived data set is for a model as it is");
   TAP_OK(rc == FLY_OK && dv->parent_id == raw && dv->width == 5 && dv->has_intercept
          && strcmp(dv->cols[0].name, "(Intercept)") == 0
          && strcmp(dv->cols[1].name, "x") == 0
@@ -214,6 +226,15 @@ static void test_design(void)
   memset(&ck, 0, sizeof ck);
   fly_dataset_check(db, &ck, &cs, &n, NULL);
   TAP_OK(ck.n_problems == 0 && n >= 3, "check: %zu data sets, no problems", n);
+  fly_dataset_checked_free(cs, n);
+  fly_db_exec(db, "UPDATE derived SET n_omitted = 2", NULL);
+  memset(&ck, 0, sizeof ck);
+  ck.report = collect;
+  ck.ctx = last;
+  fly_dataset_check(db, &ck, &cs, &n, NULL);
+  TAP_OK(ck.n_problems == 1 && strstr(last, "4 rows and 2 left out, but its parent 'dia' has 7"),
+         "check: a wrong n_omitted is found (%lld problems, the last: %s)",
+         (long long)ck.n_problems, last);
   fly_dataset_checked_free(cs, n);
   fly_dataset_free(dv);
   fly_db_close(db);
