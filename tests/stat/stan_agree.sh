@@ -13,6 +13,7 @@
 # rstan is absent.
 set -euo pipefail
 flydb=$1
+case $flydb in /*) ;; *) flydb=$PWD/$flydb ;; esac
 command -v Rscript >/dev/null 2>&1 && Rscript -e 'library(rstan)' >/dev/null 2>&1 ||
   { echo "1..0 # SKIP R's rstan is not installed (apt-get install r-cran-rstan)"; exit 0; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/flydb-stan.XXXXXX")
