@@ -446,23 +446,25 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
                              m.type->n_params(&m), fits_memory(dset), &choice, err)) )
       goto done;
     say(hooks, "%s", choice.why);
-    if( choice.regular ){
-      c->z = FLY_Z_REGULAR;
+    if( choice.choice != FLY_CHOOSE_FLYMC_MH ){
       c->kernel = FLY_K_NUTS;
       c->theta_steps = 1;
       c->step = 0;
-      c->sketch = -1;
+      if( choice.choice == FLY_CHOOSE_REGULAR_NUTS ){
+        c->z = FLY_Z_REGULAR;
+        c->sketch = -1;
+        fly_buckets_free(&bk);
+        fly_sketch_free(&sk);
+        memset(&bk, 0, sizeof bk);
+        memset(&sk, 0, sizeof sk);
+        cc.buckets = NULL;
+        cc.sketch = NULL;
+      }
       if( (rc = fly_run_cfg_fit(c, &m, err)) ) goto done;
-      fly_buckets_free(&bk);
-      fly_sketch_free(&sk);
-      memset(&bk, 0, sizeof bk);
-      memset(&sk, 0, sizeof sk);
       cc.z = c->z;
       cc.kernel = c->kernel;
       cc.theta_steps = c->theta_steps;
       cc.eps0 = c->step;
-      cc.buckets = NULL;
-      cc.sketch = NULL;
     }
   }
   if( c->z == FLY_Z_REGULAR ){
