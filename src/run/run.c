@@ -496,7 +496,12 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
       const fly_dataset_column *col = &dset->cols[i];
       if( col->idx >= 0 && (size_t)col->idx < m.D ) names[col->idx] = col->name;
     }
-    if( (rc = fly_run_create(db, &rec, m.K, names, kv, nl, FLYDB_VERSION, &run_id,
+    /* a categorical target's classes are named by their labels (in the
+     * order the model numbers them: R's factor order for a derived set) */
+    const fly_dataset_column *tc = fly_dataset_target(dset);
+    const char *const *classes = tc && tc->categorical && tc->n_levels == m.K ? tc->levels
+                                                                              : NULL;
+    if( (rc = fly_run_create(db, &rec, m.K, classes, names, kv, nl, FLYDB_VERSION, &run_id,
                              err)) ) goto done;
   }
   res->run_id = run_id;
