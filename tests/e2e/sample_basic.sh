@@ -51,7 +51,12 @@ eq "iteration without draws" "$(q $db "SELECT count(*) FROM iteration i WHERE ru
            AND d.iter = i.iter) != $P")" 0
 # accepted: the fraction of the iteration's --theta-steps proposals accepted
 K=$(q $db "SELECT value FROM run_config WHERE run_id = $run AND key = 'theta-steps'")
-eq "theta updates per iteration (gibbs default)" "$K" 32
+# the default chooses the kernel (docs/design.md §16): 32 MH updates a z step, or one NUTS
+case $(q $db "SELECT sampler FROM run WHERE id = $run") in
+  mh) eq "theta updates per iteration (gibbs with mh, chosen)" "$K" 32 ;;
+  nuts) eq "theta updates per iteration (nuts, chosen)" "$K" 1 ;;
+  *) fail "the default chose sampler '$(q $db "SELECT sampler FROM run WHERE id = $run")'" ;;
+esac
 eq "bad diagnostics" "$(q $db "SELECT count(*) FROM iteration WHERE run_id = $run AND (
       log_joint IS NULL OR abs(log_joint) > 1e300 OR n_bright < 0 OR n_bright > $N
       OR accepted < 0 OR accepted > 1 OR abs(accepted * $K - round(accepted * $K)) > 1e-9
