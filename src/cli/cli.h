@@ -21,6 +21,10 @@ int fly_cmd_export(int argc, char **argv);
 int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
+int fly_cmd_loo(int argc, char **argv);      /* loo.c, compare.c */
+int fly_cmd_compare(int argc, char **argv);
+struct fly_loo_opts;   /* --subsample, --draws, --seed of loo and compare */
+fly_rc fly_cli_loo_opts(fly_args *a, struct fly_loo_opts *o, fly_err *err);
 
 typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 
