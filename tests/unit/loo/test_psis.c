@@ -2,8 +2,9 @@
  * test_psis.c -- PSIS (src/loo/psis.c) against R's loo package on fixed
  * log-ratio vectors (psis_reference.h, from tools/make_psis_reference.R):
  * every smoothed log weight and k-hat to 1e-8, and one row's elpd_loo and
- * p_loo as loo::loo() gives them; the tail length of loo's n_pareto; a
- * permutation of the draws permutes the weights and keeps k-hat.
+ * p_loo as loo::loo() gives them; the tail length of loo's n_pareto;
+ * reversed draws give reversed weights and the same k-hat (no case has
+ * ties in its tail, whose order would decide).
  */
 #include <math.h>
 #include <stdlib.h>
