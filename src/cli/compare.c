@@ -15,10 +15,7 @@ int fly_cmd_compare(int argc, char **argv)
 {
   fly_opt opts[] = {
     { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
-    { "subsample", FLY_OPT_VALUE, "rows with exact PSIS-LOO: a number, or all (default: "
-      "all up to 20000 rows, else 1000)", 0, 0 },
-    { "draws", FLY_OPT_VALUE, "posterior draws used per run, at most (default 4000)", 0, 0 },
-    { "seed", FLY_OPT_VALUE, "seed of the row subsample (default 1)", 0, 0 },
+    FLY_CLI_LOO_OPTS,
     { "csv", FLY_OPT_FLAG, "print CSV with every digit (run,elpd_diff,se_diff,"
       "subsampling_se,elpd_loo,se)", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },

@@ -54,12 +54,7 @@ int fly_cmd_loo(int argc, char **argv)
 {
   fly_opt opts[] = {
     { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
-    { "subsample", FLY_OPT_VALUE, "rows with exact PSIS-LOO: a number, or all (default: "
-      "all up to 20000 rows, else 1000)", 0, 0 },
-    { "draws", FLY_OPT_VALUE, "posterior draws used, at most (default 4000; chains pooled, "
-      "thinned evenly)", 0, 0 },
-    { "seed", FLY_OPT_VALUE, "seed of the row subsample (default 1; the same seed samples "
-      "the same rows for every run of the data)", 0, 0 },
+    FLY_CLI_LOO_OPTS,
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
   };
