@@ -7,8 +7,10 @@
 #    Pareto k to 1e-6), and compare against loo::loo_compare;
 #  - subsampled on 20000 generated rows: within 3 reported subsampling SEs
 #    of the exact value for five seeds; against loo::loo_subsample on the
-#    same rows (estimates, both SEs, the sampled rows' k) and compare
-#    against loo_compare of the two subsampled objects;
+#    same rows (estimates, both SEs, the sampled rows' k); compare of two
+#    nested models (with and without an intercept, data sets of the same
+#    file) picks the true one and agrees with loo_compare of the two
+#    subsampled objects;
 #  - a new result replaces the run's old one; the same seed samples the
 #    same rows for every run of the data; bad input fails and writes nothing.
 # The R checks (tests/e2e/r/loo_check.R) skip when Rscript, loo or RSQLite
@@ -76,11 +78,16 @@ eq "nothing written by the failures" "$(q $db "SELECT count(*), sum(m) FROM loo"
 expect 0 "$FLYDB" check --db $db
 
 # ---- subsampled, on 20000 rows ----------------------------------------------
+# y ~ Bernoulli(logistic(1 + x1 - x2)): run 1 has the intercept, run 2 (the
+# same file without it, a nested model) lacks a clear effect.
 db=tall.db
-"$GEN" --model logistic --rows 20000 --features 3 --seed 5 >tall.csv
+"$GEN" --model logistic --rows 20000 --features 2 --seed 5 |
+  awk -F, 'BEGIN { srand(5); OFS = "," } NR == 1 { print; next }
+           { $3 = (rand() < 1 / (1 + exp(-(1 + $1 - $2)))) ? 1 : 0; print }' >tall.csv
 expect 0 "$FLYDB" ingest tall.csv --db $db
-expect 0 "$FLYDB" sample --db $db --iters 500 --seed 1 --quiet
-expect 0 "$FLYDB" sample --db $db --iters 500 --seed 2 --prior-scale 0.02 --quiet
+expect 0 "$FLYDB" ingest tall.csv --db $db --name nested --no-intercept
+expect 0 "$FLYDB" sample --db $db --data tall --iters 500 --seed 1 --quiet
+expect 0 "$FLYDB" sample --db $db --data nested --iters 500 --seed 2 --quiet
 expect 0 "$FLYDB" loo 1 --db $db --subsample all
 exact=$(q $db "SELECT printf('%.17g', elpd_loo) FROM loo WHERE run_id = 1")
 for seed in 1 2 3 4 5; do
@@ -102,9 +109,10 @@ eq "same rows" "$(q $db "SELECT count(*) FROM loo_point a JOIN loo_point b
 expect 0 "$FLYDB" compare 1 2 --db $db --subsample 500 --seed 7 --csv
 cp "$T/out" cmp_ss.csv
 eq "compare computed both with seed 7" "$(q $db "SELECT group_concat(seed) FROM loo")" "7,7"
-awk -F, 'NR == 3 { exit !($2 < 0 && $3 > 0 && $4 > 0) }' cmp_ss.csv ||
-  { cat cmp_ss.csv >&2; fail "compare: no difference with SEs"; }
-"$FLYDB" dump --db $db --intercept >tall_rows.csv
+awk -F, 'NR == 2 { best = $1 } NR == 3 { exit !(best == 1 && $2 < -5 * $3 && $3 > 0 && $4 > 0) }' \
+  cmp_ss.csv || { cat cmp_ss.csv >&2; fail "compare: the model with the intercept is not clearly best"; }
+ok "compare picks the model with the true effect, by more than 5 se_diff"
+"$FLYDB" dump --db $db --data tall --intercept >tall_rows.csv
 if [ $have_r = 1 ]; then
   Rscript "$RCHECK" subsample $db tall_rows.csv 1 2 cmp_ss.csv >r.out 2>&1 ||
     { cat r.out >&2; fail "loo --subsample 500 differs from loo::loo_subsample()"; }

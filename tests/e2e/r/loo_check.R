@@ -2,7 +2,8 @@
 # tests/e2e/loo.sh.  Usage:
 #   Rscript loo_check.R exact   DB DATA.csv RUN_A RUN_B COMPARE.csv
 #   Rscript loo_check.R subsample DB DATA.csv RUN_A RUN_B COMPARE.csv
-# DATA.csv is `flydb dump --intercept` (the stored values exactly).  The
+# DATA.csv is `flydb dump --intercept` (the stored values exactly) of the
+# run with the most columns; each run uses those its draws name.  The
 # log-likelihood of a logistic run is log plogis((2y - 1) x'theta).  Exits
 # non-zero with the differences printed when a check fails.
 suppressPackageStartupMessages({ library(RSQLite); library(loo) })
@@ -47,7 +48,8 @@ llfun <- function(data_i, draws) {
 N <- nrow(data)
 res <- list()
 for (run in runs) {
-  th <- draws_of(run)[, colnames(X), drop = FALSE]
+  th <- draws_of(run)                 # the run's columns: a nested model has fewer
+  data <- cbind(X[, colnames(th), drop = FALSE], y = y)
   st <- loo_of(run); pt <- points_of(run)
   if (nrow(st) != 1) { cat("FAIL: no loo row for run", run, "\n"); quit(status = 1) }
   if (st$n_draws != nrow(th)) { cat("FAIL: S differs\n"); quit(status = 1) }
