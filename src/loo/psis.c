@@ -4,8 +4,9 @@
  * The steps follow loo 2.5.1's do_psis_i, psis_smooth_tail and gpdfit, so
  * the weights and k-hat agree with R's to rounding:
  *  1. shift the ratios by their maximum (so the largest is 0);
- *  2. with M = tail_len >= 5: sort (stable, ascending), take the M largest
- *     as the tail and the value below them as the cutoff; fit a generalized
+ *  2. with M = tail_len >= 5: take the M largest as the tail, in the order
+ *     of a stable ascending sort, and the value below them as the cutoff
+ *     (a selection, then a sort of the tail only); fit a generalized
  *     Pareto distribution to exp(tail) - exp(cutoff) by the profile
  *     posterior of Zhang & Stephens (2009), averaged over a grid of
  *     30 + floor(sqrt(M)) values of theta = -k / sigma, with the weakly
@@ -14,9 +15,11 @@
  *     (j - 0.5) / M), in the tail's sorted order (when k-hat is finite);
  *  4. truncate at 0 (the largest raw ratio) and shift back.
  * Means are taken as R's mean() does (a long double sum, then a second
- * pass correcting it), and log-sum-exps over a long double sum.
+ * pass correcting it), and log-sum-exps over a long double sum.  Cost per
+ * row: O(S) expected for the selection, O(M log M) for the tail's sort and
+ * O(M sqrt(M)) for the fit.
  *
- * Workspace: S (value, index) pairs for the sort and the grid of theta,
+ * Workspace: S (value, index) pairs for the selection and the grid of theta,
  * 30 + sqrt(S) values twice.  Nothing is allocated per row.
  */
 #include <math.h>
@@ -83,7 +86,7 @@ double fly_psis_logsumexp(const double *x, size_t n)
   for(size_t i = 0; i < n; i++) if( x[i] > mx ) mx = x[i];
   if( !isfinite(mx) ) return mx;
   long double s = 0;
-  for(size_t i = 0; i < n; i++) s += expl((long double)(x[i] - mx));
+  for(size_t i = 0; i < n; i++) s += exp(x[i] - mx);
   return mx + (double)logl(s);
 }
 
@@ -102,12 +105,44 @@ static double r_mean(const double *v, size_t n)
   return (double)s;
 }
 
+/* The order of a stable ascending sort (R's radix sort): by value, ties
+ * by index, so every selection below agrees with a full sort. */
+static int before(const pair *p, const pair *q)
+{
+  return p->v < q->v || (p->v == q->v && p->i < q->i);
+}
+
 static int by_value(const void *a, const void *b)
 {
   const pair *p = a, *q = b;
-  if( p->v < q->v ) return -1;
-  if( p->v > q->v ) return 1;
-  return p->i < q->i ? -1 : p->i > q->i;   /* stable, as R's radix sort */
+  return before(p, q) ? -1 : before(q, p);
+}
+
+static void swap(pair *a, pair *b) { pair t = *a; *a = *b; *b = t; }
+
+/* Rearrange o[0..n) so that o[k] is the pair a full sort puts there, those
+ * before it precede it and those after follow (Hoare's quickselect with a
+ * median-of-three pivot: O(n) expected). */
+static void select_kth(pair *o, size_t n, size_t k)
+{
+  size_t lo = 0, hi = n - 1;
+  while( hi > lo ){
+    size_t mid = lo + (hi - lo) / 2;
+    if( before(&o[mid], &o[lo]) ) swap(&o[mid], &o[lo]);
+    if( before(&o[hi], &o[lo]) ) swap(&o[hi], &o[lo]);
+    if( before(&o[hi], &o[mid]) ) swap(&o[hi], &o[mid]);
+    pair pv = o[mid];
+    size_t i = lo, j = hi;
+    for(;;){                        /* pairs are distinct (their indices) */
+      while( before(&o[i], &pv) ) i++;
+      while( before(&pv, &o[j]) ) j--;
+      if( i >= j ) break;
+      swap(&o[i++], &o[j--]);
+    }
+    /* o[lo..j] <= pv <= o[j+1..hi] */
+    if( k <= j ) hi = j;
+    else lo = j + 1;
+  }
 }
 
 /* mean(log1p(a * x[0..n))) with the residual pass of r_mean; y: n doubles. */
@@ -149,8 +184,10 @@ double fly_psis_smooth(fly_psis_ws *w, double *lw, size_t S, double r_eff)
   for(size_t s = 0; s < S; s++) if( lw[s] > mx ) mx = lw[s];
   for(size_t s = 0; s < S; s++) lw[s] -= mx;
   if( M >= 5 && M < S ){
+    /* only the cutoff and the tail above it need their sorted places */
     for(size_t s = 0; s < S; s++){ w->ord[s].v = lw[s]; w->ord[s].i = s; }
-    qsort(w->ord, S, sizeof *w->ord, by_value);
+    select_kth(w->ord, S, S - M - 1);
+    qsort(w->ord + (S - M), M, sizeof *w->ord, by_value);
     const pair *tail = w->ord + (S - M);
     if( fabs(tail[M - 1].v - tail[0].v) >= 2.220446049250313e-16 / 100 ){
       double cutoff = w->ord[S - M - 1].v, ec = exp(cutoff), sigma;

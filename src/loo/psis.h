@@ -14,7 +14,7 @@
  * the tail is shorter than 5 draws or flat (nothing is smoothed then).
  *
  * Nothing here allocates: the caller passes a fly_psis_ws sized for S.
- * Cost O(S log S) per row (one sort).
+ * Cost per row: O(S) expected (a selection of the tail) plus O(M log M).
  */
 #ifndef FLY_PSIS_H
 #define FLY_PSIS_H
