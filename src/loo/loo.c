@@ -653,7 +653,8 @@ fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
   size_t M = (size_t)m;
   for(size_t k = 0; k < K; k++){
     fly_rc s = fly_loo_load(db, p[k].run_id, &r[k], err);
-    if( s == FLY_RANGE || (s == FLY_OK && (r[k].seed != o->seed || r[k].m != m ||
+    /* the seed picks the rows only when they are sampled */
+    if( s == FLY_RANGE || (s == FLY_OK && ((m < N && r[k].seed != o->seed) || r[k].m != m ||
                                            r[k].S != (int64_t)p[k].S || r[k].N != N ||
                                            r[k].r_eff != (o->r_eff > 0 ? o->r_eff : 1))) )
       s = run_post(db, &p[k], o, &r[k], err);

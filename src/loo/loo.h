@@ -93,7 +93,7 @@ typedef struct fly_loo_diff {
 
 /* Compare runs ids[0..K) (2 <= K <= FLY_LOO_MAX_RUNS) as loo::loo_compare
  * does, on the same rows: each run's loo is computed with o (and stored)
- * unless one with o's seed, m and S is stored; the differences to the best
+ * unless one with o's m, S and r_eff (and seed, when m < N) is stored; the differences to the best
  * are paired row by row (exact: sum and sqrt(N) sd of the pointwise
  * differences; subsampled: the difference estimator on the differences,
  * one more pass over the rows).  The runs must model the same rows: the
