@@ -28,7 +28,7 @@ int fly_cmd_compare(int argc, char **argv)
   fly_loo_diff d[FLY_LOO_MAX_RUNS];
   int64_t ids[FLY_LOO_MAX_RUNS];
   const char *synopsis = "RUN_A RUN_B [RUN ...] [--db PATH] [--subsample m|all] [--draws S] "
-                         "[--seed s] [--csv]";
+                         "[--seed s] [--r-eff R] [--csv]";
   if( fly_args_parse(&a, argc, argv, FLY_LOO_MAX_RUNS, &err) )
     return fly_usage_error(&a, "compare", synopsis, &err);
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "compare", synopsis); return 0; }

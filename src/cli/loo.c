@@ -23,7 +23,7 @@ fly_rc fly_cli_loo_opts(fly_args *a, fly_loo_opts *o, fly_err *err)
   if( (rc = fly_args_int(a, "draws", o->max_draws, 2, 1000000, &o->max_draws, err)) ) return rc;
   if( (rc = fly_args_int(a, "seed", 1, 0, INT64_MAX, &v, err)) ) return rc;
   o->seed = (uint64_t)v;
-  return FLY_OK;
+  return fly_args_real(a, "r-eff", 1, 1e-6, 1e6, &o->r_eff, err);
 }
 
 static void print_result(const fly_loo_result *r)
@@ -64,7 +64,8 @@ int fly_cmd_loo(int argc, char **argv)
   fly_loo_opts o;
   fly_loo_result r;
   int64_t run_id = 0;
-  const char *synopsis = "[RUN_ID] [--db PATH] [--subsample m|all] [--draws S] [--seed s]";
+  const char *synopsis = "[RUN_ID] [--db PATH] [--subsample m|all] [--draws S] [--seed s] "
+                         "[--r-eff R]";
   if( fly_args_parse(&a, argc, argv, 1, &err) ) return fly_usage_error(&a, "loo", synopsis, &err);
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "loo", synopsis); return 0; }
   if( a.n_pos == 1 ){

@@ -55,7 +55,7 @@ for (run in runs) {
   if (st$n_draws != nrow(th)) { cat("FAIL: S differs\n"); quit(status = 1) }
   if (mode == "exact") {
     ll <- sapply(seq_len(N), function(i) llfun(data[i, , drop = FALSE], th))
-    l <- suppressWarnings(loo(ll, r_eff = rep(1, N)))
+    l <- suppressWarnings(loo(ll, r_eff = rep(st$r_eff, N)))
     check(sprintf("run %d elpd_loo", run), st$elpd_loo, l$estimates["elpd_loo", "Estimate"])
     check(sprintf("run %d se", run), st$se, l$estimates["elpd_loo", "SE"])
     check(sprintf("run %d p_loo", run), st$p_loo, l$estimates["p_loo", "Estimate"])
@@ -72,7 +72,7 @@ for (run in runs) {
   } else {
     idx <- pt$row + 1
     l <- suppressWarnings(loo_subsample(llfun, data = data, draws = th, observations = idx,
-                                        r_eff = rep(1, N), loo_approximation = "plpd"))
+                                        r_eff = rep(st$r_eff, N), loo_approximation = "plpd"))
     e <- l$estimates
     check(sprintf("run %d elpd_loo", run), st$elpd_loo, e["elpd_loo", "Estimate"])
     check(sprintf("run %d se", run), st$se, e["elpd_loo", "SE"])
