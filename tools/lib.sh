@@ -19,11 +19,12 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
 # What only the tests need: python3 (e2e checks), R with the posterior and
 # coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
 # reference numbers; nnet's multinom and glm check the formulas' MAPs,
-# rstan's NUTS the posterior of a formula model), rsvg-convert (renders the plots), valgrind
+# rstan's NUTS the posterior of a formula model; loo and RSQLite check flydb
+# loo against loo::loo and loo_subsample), rsvg-convert (renders the plots), valgrind
 # (tools/test --valgrind), clang with its sanitizer runtimes (the short
 # fuzz runs; absent, they would be skipped), man-db (renders the generated
 # man pages), dpkg-dev, debhelper and lintian (the package test deb.sh).
-FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
+FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda r-cran-loo r-cran-rsqlite
                      r-cran-nnet r-cran-rstan
                      librsvg2-bin valgrind clang libclang-rt-14-dev
                      man-db dpkg-dev debhelper lintian)
