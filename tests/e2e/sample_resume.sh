@@ -301,7 +301,7 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # default.  Emulated by a killed --theta-steps 1 run whose row is removed
 # and whose file is taken back to schema version 5 (no typed run_setting,
 # no kernel statistics columns: the view and columns of version 7 undone,
-# no typed columns: version 9 undone),
+# no typed columns, no loo tables: versions 9 and 10 undone),
 # so the migration rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
@@ -314,6 +314,7 @@ wait_draws "$run" 0 || true
 kill_at 9 0
 [ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
 q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps';
+       DROP TABLE loo_point; DROP TABLE loo;
        DROP TABLE derived_omit; DROP TABLE derived; DROP TABLE level;
        ALTER TABLE dataset_column DROP COLUMN n_missing;
        ALTER TABLE dataset_column DROP COLUMN type;
