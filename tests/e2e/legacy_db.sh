@@ -19,7 +19,12 @@ expect 0 "$FLYDB" summary 1 --db old.db
 out_has "ess_bulk" "(Intercept)"
 ok "run 1 of the old file summarises"
 
-eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" "7 2"
+eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" \
+   "$(ls "$E2E"/../../schema/[0-9][0-9][0-9]_*.sql | grep -c .) 2"
+eq "old draws in chunks, none left in draw_block" \
+   "$(q old.db "SELECT (SELECT sum(n) FROM draw_chunk) = (SELECT count(*) FROM draw),
+                       (SELECT count(*) FROM draw_block WHERE blk > 0 OR v0 IS NOT NULL)")" \
+   "$(printf '1\t0')"
 eq "old iterations have no kernel statistics" \
    "$(q old.db "SELECT count(*) > 0, count(treedepth), count(n_leapfrog), count(divergent),
                        count(energy), count(accept_stat) FROM iteration")" \
