@@ -39,10 +39,14 @@ CREATE TABLE draw_chunk (
   PRIMARY KEY (run_id, idx, chain, iter0)
 ) WITHOUT ROWID;
 
--- k = 0 .. 63: a draw_chunk row c expands to the rows k < c.n.
+-- k = 0 .. 63: a draw_chunk row c expands to the rows k < c.n.  Its
+-- statistics (sqlite_stat1: 64 rows) tell the query planner that it is
+-- small, so that a join of draws_named to `iteration` looks each draw's
+-- iteration up by its key rather than scanning the chain's iterations.
 CREATE TABLE draw_slot (k INTEGER PRIMARY KEY);
 WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 63)
 INSERT INTO draw_slot SELECT k FROM s;
+ANALYZE draw_slot;
 
 -- Parameters in name order: draws_named's outer loop for GROUP BY name and
 -- WHERE name = ...
@@ -153,11 +157,12 @@ CREATE VIEW draw AS
          THEN c.v58 ELSE c.v59 END END ELSE CASE WHEN s.k < 62 THEN CASE WHEN s.k < 61 THEN
          c.v60 ELSE c.v61 END ELSE CASE WHEN s.k < 63 THEN c.v62 ELSE c.v63 END END END END
          END END AS value
-  FROM draw_chunk c JOIN draw_slot s ON s.k < c.n;
+  FROM draw_chunk c CROSS JOIN draw_slot s ON s.k < c.n;
 
 -- One row per stored draw with its parameter's name and warm-up flag, as in
--- versions 1-7; param drives the loop (in name order), then the chunks of
--- that parameter.
+-- versions 1-7.  CROSS JOIN fixes the loop order (SQLite keeps the left
+-- table outside): param (in name order), the chunks of that parameter, the
+-- slots of a chunk.
 CREATE VIEW draws_named AS
   SELECT c.run_id, c.chain, c.iter0 + s.k * c.step AS iter, p.name,
          CASE WHEN s.k < 32 THEN CASE WHEN s.k < 16 THEN CASE WHEN s.k < 8 THEN CASE WHEN
@@ -193,6 +198,6 @@ CREATE VIEW draws_named AS
          END END AS value,
          c.iter0 + s.k * c.step <= r.n_warmup AS warmup
   FROM param p
-  JOIN draw_chunk c ON c.run_id = p.run_id AND c.idx = p.idx
-  JOIN draw_slot s ON s.k < c.n
+  CROSS JOIN draw_chunk c ON c.run_id = p.run_id AND c.idx = p.idx
+  CROSS JOIN draw_slot s ON s.k < c.n
   JOIN run r ON r.id = p.run_id;
