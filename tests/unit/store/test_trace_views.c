@@ -98,7 +98,10 @@ static int write_chain(fly_trace **pt, size_t P, int64_t thin, int c, int64_t fr
   fly_trace *t = pt ? *pt : NULL;
   double th[MAXP];
   int ok = 0;
-  if( !t && fly_trace_open(path, 1, c, P, EVERY + 8, &t, &err) ) goto done;
+  if( !t ){
+    if( fly_trace_open(path, 1, c, P, EVERY + 8, &t, &err) ) goto done;
+    if( pt ) *pt = t;
+  }
   for(int64_t it = from; it <= to + lost * thin; it += thin){
     fly_trace_row row = diag(c, it);
     for(size_t p = 0; p < P; p++) th[p] = value(c, it, p);
