@@ -19,8 +19,8 @@
 -- checkpoint that ends them; a chunk left partial by a commit is rewritten
 -- whole (INSERT OR REPLACE, same key) by the next.  So no draw is ever in two
 -- rows, and a crash loses or keeps a commit whole.  draw_block keeps the
--- per-iteration diagnostics (its row of blk = 0, read by the view
--- `iteration`); its value columns v0 .. v63 are NULL from this version on.
+-- per-iteration diagnostics (one row of blk = 0, read by the view
+-- `iteration`) and loses its value columns.
 
 CREATE TABLE draw_chunk (
   run_id INTEGER NOT NULL,
@@ -99,28 +99,61 @@ FROM (SELECT run_id, idx, chain, iter, value, thin, island,
 GROUP BY run_id, idx, chain, island, q / 64;
 
 -- Every iteration with draws keeps a row of blk = 0 (readers list a
--- chain's iterations from it), then draw_block loses its values.
+-- chain's iterations from it).  Then draw_block is rebuilt without its
+-- value columns v0 .. v63 (64 bytes of record header an iteration, even
+-- when NULL): rows of blk = 0, the diagnostics and both CHECKs as in
+-- versions 4 and 7.
 INSERT OR IGNORE INTO draw_block(run_id, chain, iter, blk)
 SELECT DISTINCT run_id, chain, iter, 0 FROM draw_block WHERE blk > 0;
-DELETE FROM draw_block WHERE blk > 0;
-UPDATE draw_block SET
-    v0 = NULL, v1 = NULL, v2 = NULL, v3 = NULL, v4 = NULL, v5 = NULL, v6 = NULL, v7 = NULL,
-    v8 = NULL, v9 = NULL, v10 = NULL, v11 = NULL, v12 = NULL, v13 = NULL, v14 = NULL, v15 =
-    NULL, v16 = NULL, v17 = NULL, v18 = NULL, v19 = NULL, v20 = NULL, v21 = NULL, v22 =
-    NULL, v23 = NULL, v24 = NULL, v25 = NULL, v26 = NULL, v27 = NULL, v28 = NULL, v29 =
-    NULL, v30 = NULL, v31 = NULL, v32 = NULL, v33 = NULL, v34 = NULL, v35 = NULL, v36 =
-    NULL, v37 = NULL, v38 = NULL, v39 = NULL, v40 = NULL, v41 = NULL, v42 = NULL, v43 =
-    NULL, v44 = NULL, v45 = NULL, v46 = NULL, v47 = NULL, v48 = NULL, v49 = NULL, v50 =
-    NULL, v51 = NULL, v52 = NULL, v53 = NULL, v54 = NULL, v55 = NULL, v56 = NULL, v57 =
-    NULL, v58 = NULL, v59 = NULL, v60 = NULL, v61 = NULL, v62 = NULL, v63 = NULL
-WHERE
-      coalesce(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16,
-      v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29, v30, v31, v32, v33,
-      v34, v35, v36, v37, v38, v39, v40, v41, v42, v43, v44, v45, v46, v47, v48, v49, v50,
-      v51, v52, v53, v54, v55, v56, v57, v58, v59, v60, v61, v62, v63) IS NOT NULL;
 
+CREATE TABLE draw_block_v8 (
+  run_id INTEGER NOT NULL,
+  chain  INTEGER NOT NULL,
+  iter   INTEGER NOT NULL,
+  blk    INTEGER NOT NULL,     -- 0 (versions 3-7: the block of 64 parameters)
+  log_joint   REAL,            -- log p(theta, z | x) + const
+  n_bright    INTEGER,
+  n_lik_evals INTEGER,         -- per-datum likelihood evaluations
+  n_reads     INTEGER,         -- rows read from the store
+  accepted    INTEGER,         -- theta proposal accepted (0/1)
+  step_size   REAL,
+  full_logpost REAL            -- exact log p(theta | x) + const, or NULL
+    CONSTRAINT diagnostics CHECK (
+      CASE WHEN n_bright IS NULL
+           THEN coalesce(log_joint, n_lik_evals, n_reads, accepted, step_size,
+                         full_logpost) IS NULL
+           ELSE blk = 0 AND n_lik_evals IS NOT NULL AND n_reads IS NOT NULL
+                AND accepted IS NOT NULL END),
+  treedepth   INTEGER,         -- NUTS tree depth reached
+  n_leapfrog  INTEGER,         -- leapfrog steps this iteration
+  divergent   INTEGER,         -- trajectory diverged (0/1)
+  energy      REAL,            -- Hamiltonian at the sampled point
+  accept_stat REAL             -- mean min(1, exp(H0 - H)) over the tree
+    CONSTRAINT kernel_stats CHECK (
+      CASE WHEN treedepth IS NULL
+           THEN coalesce(n_leapfrog, divergent, energy, accept_stat) IS NULL
+           ELSE blk = 0 AND n_bright IS NOT NULL AND n_leapfrog IS NOT NULL
+                AND divergent IS NOT NULL END),
+  PRIMARY KEY (run_id, chain, iter, blk)
+) WITHOUT ROWID;
+INSERT INTO draw_block_v8
+SELECT run_id, chain, iter, blk, log_joint, n_bright, n_lik_evals, n_reads, accepted,
+       step_size, full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat
+FROM draw_block WHERE blk = 0;
+
+DROP VIEW iteration;
 DROP VIEW draws_named;
 DROP VIEW draw;
+DROP TABLE draw_block;
+ALTER TABLE draw_block_v8 RENAME TO draw_block;
+
+-- One row per stored iteration, as in version 7.
+CREATE VIEW iteration AS
+  SELECT run_id, chain, iter, log_joint, n_bright, n_lik_evals, n_reads,
+         accepted, step_size, full_logpost,
+         treedepth, n_leapfrog, divergent, energy, accept_stat
+  FROM draw_block
+  WHERE blk = 0 AND n_bright IS NOT NULL;
 
 -- One row per stored draw: (run_id, chain, iter, idx, value), as in
 -- versions 1-7.

@@ -6,7 +6,7 @@
  * one parameter of one chain at up to CHUNK consecutive kept iterations
  * iter0, iter0 + step, .. form one row of draw_chunk, keyed (run_id, idx,
  * chain, iter0), values in columns v0 .. v(n-1); an iteration's diagnostics
- * are one row of draw_block (blk = 0, its value columns NULL).  The views
+ * are one row of draw_block (blk = 0).  The views
  * `draw` and `draws_named` expand the chunks, `iteration` reads draw_block.
  * Invariant: every stored draw is in exactly one chunk row, and every
  * iteration with draws has its draw_block row.

@@ -57,7 +57,8 @@ eq "table profile" "$(q v1.db "SELECT count(*) FROM sqlite_schema WHERE name = '
 eq "page map indexes" "$(q v1.db "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema
     WHERE type = 'index' AND name LIKE '%page_map' ORDER BY name)")" "bound_page_map,page_map"
 eq "draw chunks" "$(q v1.db "SELECT count(*), sum(n), count(DISTINCT idx) FROM draw_chunk")" "$(printf '140\t700\t70')"
-eq "draw_block rows hold no draws" "$(q v1.db "SELECT count(*), min(blk), max(blk), count(v0) FROM draw_block")" "$(printf '10\t0\t0\t0')"
+eq "draw_block rows of blk 0" "$(q v1.db "SELECT count(*), min(blk), max(blk) FROM draw_block")" "$(printf '10\t0\t0')"
+eq "draw_block has no value columns" "$(q v1.db "SELECT count(*) FROM pragma_table_info('draw_block') WHERE name GLOB 'v[0-9]*'")" 0
 eq "draws after the upgrade" "$(q v1.db "SELECT chain, iter, idx, printf('%!.17g', value)
                                          FROM draw ORDER BY 1, 2, 3")" "$want"
 eq "draws_named after the upgrade" "$(q v1.db "SELECT chain, iter, name, printf('%!.17g', value),

@@ -303,8 +303,8 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # default.  Emulated by a killed --theta-steps 1 run whose row is removed
 # and whose file is taken back to schema version 5 (no typed run_setting,
 # no kernel statistics columns: the view and columns of version 7 undone;
-# the draws back in draw_block and the chunks, slots and views of version 8
-# undone), so the migration rebuilds the setting from run_config.
+# the draws back in draw_block's value columns and the chunks, slots and
+# views of version 8 undone), so the migration rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
 before=$ref1
@@ -320,6 +320,7 @@ np=$(q $db "SELECT max(n_params) FROM run")
 undo8="CREATE TEMP TABLE d(run_id INTEGER, chain INTEGER, iter INTEGER, idx INTEGER, value REAL);
        INSERT INTO d SELECT run_id, chain, iter, idx, value FROM draw;
        CREATE INDEX temp.d_key ON d(run_id, chain, iter, idx);
+       $(for k in $(seq 0 63); do printf 'ALTER TABLE draw_block ADD COLUMN v%d REAL; ' "$k"; done)
        UPDATE draw_block SET $(for k in $(seq 0 $((np - 1))); do
          printf 'v%d = (SELECT value FROM temp.d x WHERE x.run_id = draw_block.run_id AND x.chain = draw_block.chain AND x.iter = draw_block.iter AND x.idx = %d)%s' \
            "$k" "$k" "$([ "$k" -lt $((np - 1)) ] && echo ,)"; done);
