@@ -671,7 +671,15 @@ fly_rc fly_trace_scan_start(fly_trace_reader *r, size_t c, int64_t after, fly_er
     r->win_diag = fly_alloc_array(W, sizeof *r->win_diag);
     if( !r->win_iter || !r->win_x || !r->win_found || !r->win_rows || !r->win_diag ){
       fly_free(r->win_iter);
-      r->win_iter = NULL;          /* the others are freed with the reader */
+      fly_free(r->win_x);
+      fly_free(r->win_found);
+      fly_free(r->win_rows);
+      fly_free(r->win_diag);
+      r->win_iter = NULL;
+      r->win_x = NULL;
+      r->win_found = NULL;
+      r->win_rows = NULL;
+      r->win_diag = NULL;
       return fly_fail(err, FLY_NOMEM, "trace scan of %zu parameters", r->run.n_params);
     }
     r->win_cap = W;
