@@ -21,6 +21,10 @@ ok "run 1 of the old file summarises"
 
 eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" \
    "$("$FLYDB" --version | sed -n 's/^schema *\([0-9]*\).*/\1/p') 2"
+eq "old draws in chunks, none left in draw_block" \
+   "$(q old.db "SELECT (SELECT sum(n) FROM draw_chunk) = (SELECT count(*) FROM draw),
+                       (SELECT count(*) FROM draw_block WHERE blk > 0)")" \
+   "$(printf '1\t0')"
 eq "old iterations have no kernel statistics" \
    "$(q old.db "SELECT count(*) > 0, count(treedepth), count(n_leapfrog), count(divergent),
                        count(energy), count(accept_stat) FROM iteration")" \
