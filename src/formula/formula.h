@@ -66,7 +66,8 @@ typedef struct fly_design fly_design;     /* a formula bound to columns */
  * level not among its levels, a transform or arithmetic of a categorical
  * column, a categorical column with fewer than two levels, the response on
  * the right-hand side, no model-matrix column at all, more than
- * FLY_DESIGN_MAX_WIDTH columns or FLY_DESIGN_MAX_TERMS terms; FLY_NOMEM.
+ * FLY_DESIGN_MAX_WIDTH columns or FLY_DESIGN_MAX_TERMS terms (or an
+ * interaction of more than 64 times that many products); FLY_NOMEM.
  * *pd NULL on failure. */
 #define FLY_DESIGN_MAX_WIDTH ((size_t)1 << 20)
 #define FLY_DESIGN_MAX_TERMS ((size_t)4096)
