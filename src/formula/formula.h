@@ -19,8 +19,10 @@
  * parenthesised sum, `0`/`1` (`-1`, `+0`: no intercept), the functions
  * log(), sqrt(), exp() and I() whose argument is arithmetic (+ - * / ^,
  * numbers, numeric columns, nested calls).  Deviations from R: the
- * response must be a bare column name, and a response that also appears on
- * the right-hand side is an error (R drops it with a warning).
+ * response must be a bare column name; a response that also appears on the
+ * right-hand side is an error (R drops it with a warning); a transform
+ * undefined on a row (log of a negative value) is reported by
+ * fly_design_row, where R's model frame would drop the row with a warning.
  *
  * Knows nothing of SQLite or pages; includes only err.h.
  */
