@@ -19,8 +19,10 @@
  * parenthesised sum, `0`/`1` (`-1`, `+0`: no intercept), the functions
  * log(), sqrt(), exp() and I() whose argument is arithmetic (+ - * / ^,
  * numbers, numeric columns, nested calls).  Deviations from R: the
- * response must be a bare column name, and a response that also appears on
- * the right-hand side is an error (R drops it with a warning).
+ * response must be a bare column name; a response that also appears on the
+ * right-hand side is an error (R drops it with a warning); a transform
+ * undefined on a row (log of a negative value) is reported by
+ * fly_design_row, where R's model frame would drop the row with a warning.
  *
  * Knows nothing of SQLite or pages; includes only err.h.
  */
@@ -66,7 +68,8 @@ typedef struct fly_design fly_design;     /* a formula bound to columns */
  * level not among its levels, a transform or arithmetic of a categorical
  * column, a categorical column with fewer than two levels, the response on
  * the right-hand side, no model-matrix column at all, more than
- * FLY_DESIGN_MAX_WIDTH columns or FLY_DESIGN_MAX_TERMS terms; FLY_NOMEM.
+ * FLY_DESIGN_MAX_WIDTH columns or FLY_DESIGN_MAX_TERMS terms (or an
+ * interaction of more than 64 times that many products); FLY_NOMEM.
  * *pd NULL on failure. */
 #define FLY_DESIGN_MAX_WIDTH ((size_t)1 << 20)
 #define FLY_DESIGN_MAX_TERMS ((size_t)4096)

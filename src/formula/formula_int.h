@@ -76,9 +76,9 @@ typedef struct fly_terms {
 } fly_terms;
 
 /* Expand the right-hand side of f over cols (for '.': every column but
- * cols[response]).  FLY_RANGE: '.' with duplicate column names, the
- * response on the right-hand side, more than FLY_DESIGN_MAX_TERMS terms;
- * FLY_NOMEM.  t is zeroed first; fly_terms_clear frees it (also after a
+ * cols[response]).  FLY_RANGE: a name (outside calls) not a column, '.'
+ * with duplicate column names, the response on the right-hand side, more
+ * than FLY_DESIGN_MAX_TERMS terms or too large an interaction; FLY_NOMEM.  t is zeroed first; fly_terms_clear frees it (also after a
  * failure). */
 fly_rc fly_terms_expand(const fly_formula *f, const fly_fcol *cols, size_t n_cols,
                         size_t response, fly_terms *t, fly_err *err);

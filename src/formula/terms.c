@@ -16,12 +16,11 @@
  *   a - b   a's terms without b's          (..)^k  the k-fold a:a:..., trimmed
  *   1, 0    intercept on, off (reversed on the right of a '-')
  *
- * each result trimmed of repeats (the first occurrence stays; every list
- * encode returns is free of repeats, so a trim checks only the appended
- * terms, and an interaction hashes its products).  Finally the terms are
- * ordered by degree, stably.  Cost: O(T W) per term appended to a list of
- * T terms of W words, O(W) per product of an interaction; T is at most
- * FLY_DESIGN_MAX_TERMS.
+ * each result trimmed of repeats (the first occurrence stays), which a hash
+ * set of the terms finds.  Finally the terms are ordered by degree,
+ * stably.  Cost: O(W) per term of a result or product of an interaction,
+ * for terms of W words; at most FLY_DESIGN_MAX_TERMS terms, and 64 times
+ * that many products.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +98,13 @@ static void extract(expander *x, size_t i)
   if( x->rc != FLY_OK ) return;
   switch( n->kind ){
   case FN_NAME: case FN_CALL:
+    if( n->kind == FN_NAME ){           /* refused before any expansion */
+      for(j = 0; j < x->n_cols && strcmp(x->cols[j].name, n->s) != 0; j++) {}
+      if( j == x->n_cols ){
+        x->rc = fly_fail(x->err, FLY_RANGE, "formula: no column '%s'", n->s);
+        return;
+      }
+    }
     if( !(s = label_of(x, i, NULL)) ) return;
     if( (v = install(x, s)) == SIZE_MAX ) return;
     if( x->t->node[v] == FORMULA_NONE && x->t->dotcol[v] == SIZE_MAX ) x->t->node[v] = i;
@@ -176,35 +182,11 @@ static void tl_cat(expander *x, tlist *a, const tlist *b)
   }
 }
 
-/* Index of term w in l, or l->n. */
-static size_t tl_find(const expander *x, const tlist *l, const uint64_t *w)
-{
-  size_t nw = x->t->nw, j;
-  for(j = 0; j < l->n; j++)
-    if( memcmp(l->w + j * nw, w, nw * sizeof *w) == 0 ) break;
-  return j;
-}
-
-/* Remove repeats among l[from ..], keeping each term's first occurrence
- * (R's TrimRepeats); l[0 .. from) are distinct already. */
-static void tl_trim_from(expander *x, tlist *l, size_t from)
-{
-  size_t nw = x->t->nw, i, m = from;
-  tlist kept;
-  for(i = from; i < l->n; i++){
-    const uint64_t *w = l->w + i * nw;
-    kept.w = l->w;
-    kept.n = m;
-    if( tl_find(x, &kept, w) == m ){
-      if( m != i ) memmove(l->w + m * nw, w, nw * sizeof *w);
-      m++;
-    }
-  }
-  l->n = m;
-}
-
-_Static_assert((FLY_DESIGN_MAX_TERMS & (FLY_DESIGN_MAX_TERMS - 1)) == 0,
-               "the interaction hash table size must be a power of two");
+/* A set of the terms of a list, for finding repeats: open addressing over
+ * indices into the list, at most half full. */
+typedef struct tset {
+  size_t *tab, mask;
+} tset;
 
 static size_t term_hash(const uint64_t *w, size_t nw)
 {
@@ -214,32 +196,71 @@ static size_t term_hash(const uint64_t *w, size_t nw)
   return (size_t)(h ^ (h >> 29));
 }
 
+/* Room for n terms. */
+static int tset_init(expander *x, tset *s, size_t n)
+{
+  size_t cap = 16, i;
+  while( cap / 2 <= n ) cap *= 2;
+  s->mask = cap - 1;
+  s->tab = fly_alloc_array(cap, sizeof *s->tab);
+  if( !s->tab ){ nomem(x); return 0; }
+  for(i = 0; i < cap; i++) s->tab[i] = SIZE_MAX;
+  return 1;
+}
+
+/* Add term i of l unless an equal term is in s already: 1 if added. */
+static int tset_add(const expander *x, tset *s, const tlist *l, size_t i)
+{
+  size_t nw = x->t->nw, h;
+  const uint64_t *w = l->w + i * nw;
+  for(h = term_hash(w, nw) & s->mask; s->tab[h] != SIZE_MAX; h = (h + 1) & s->mask)
+    if( memcmp(l->w + s->tab[h] * nw, w, nw * sizeof *w) == 0 ) return 0;
+  s->tab[h] = i;
+  return 1;
+}
+
+/* Remove repeats among l[from ..], keeping each term's first occurrence
+ * (R's TrimRepeats); l[0 .. from) are distinct already. */
+static void tl_trim_from(expander *x, tlist *l, size_t from)
+{
+  size_t nw = x->t->nw, i, m;
+  tset s;
+  if( x->rc != FLY_OK || !tset_init(x, &s, l->n) ) return;
+  for(i = 0; i < from; i++) tset_add(x, &s, l, i);
+  for(m = i = from; i < l->n; i++){
+    if( m != i ) memcpy(l->w + m * nw, l->w + i * nw, nw * sizeof *l->w);
+    if( tset_add(x, &s, l, m) ) m++;
+  }
+  l->n = m;
+  fly_free(s.tab);
+}
+
 /* out (empty) = every l|r, l of a (outer), r of b (inner), without
- * repeats.  A hash table of out's terms finds the repeats. */
+ * repeats.  More than 64 FLY_DESIGN_MAX_TERMS products are refused: a
+ * formula that large has more terms than allowed in all but contrived
+ * cases, and the products would cost seconds. */
 static void tl_interact(expander *x, const tlist *a, const tlist *b, tlist *out)
 {
-  size_t nw = x->t->nw, i, j, k, *tab, cap = 16, mask;
+  size_t nw = x->t->nw, i, j, k;
+  tset s;
   if( x->rc != FLY_OK ) return;
-  /* a power of two over twice the terms there can be */
-  while( cap < 4 * FLY_DESIGN_MAX_TERMS && cap / 2 <= a->n * b->n ) cap *= 2;
-  mask = cap - 1;
-  tab = fly_alloc_array(cap, sizeof *tab);
-  if( !tab ){ nomem(x); return; }
-  for(i = 0; i < cap; i++) tab[i] = SIZE_MAX;
+  if( a->n && b->n > 64 * FLY_DESIGN_MAX_TERMS / a->n ){
+    x->rc = fly_fail(x->err, FLY_RANGE,
+                     "formula: an interaction of %zu by %zu terms, more than %zu products",
+                     a->n, b->n, 64 * FLY_DESIGN_MAX_TERMS);
+    return;
+  }
+  if( !tset_init(x, &s, FLY_DESIGN_MAX_TERMS + 1) ) return;
   for(i = 0; i < a->n; i++)
     for(j = 0; j < b->n; j++){
       uint64_t *w = tl_push(x, out);
-      size_t h;
       if( !w ) goto done;
       for(k = 0; k < nw; k++) w[k] = a->w[i * nw + k] | b->w[j * nw + k];
-      for(h = term_hash(w, nw) & mask; tab[h] != SIZE_MAX; h = (h + 1) & mask)
-        if( memcmp(out->w + tab[h] * nw, w, nw * sizeof *w) == 0 ) break;
-      if( tab[h] != SIZE_MAX ){ out->n--; continue; }
-      tab[h] = out->n - 1;
+      if( !tset_add(x, &s, out, out->n - 1) ){ out->n--; continue; }
       if( too_many(x, out->n) ) goto done;
     }
 done:
-  fly_free(tab);
+  fly_free(s.tab);
 }
 
 /* ---- encoding ------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 # formula_r.R DRIVER WORKDIR -- flydb's model matrices against R's.
 #
 # Writes two CSVs with numeric and categorical columns and missing values,
-# then for each formula below compares R's
+# then for each formula below (32 written out, 150 drawn at random from a
+# small grammar) compares R's
 #   model.matrix(formula, read.csv(f, stringsAsFactors = TRUE))
 # (after relevel() for the reference choices; na.action na.omit, so rows
 # with NA in a column the formula names are dropped) with the output of
@@ -81,6 +82,29 @@ cases <- list(
   list(f2, "w ~ .^2")
 )
 
+# Random formulas: terms, operators and transforms drawn from a small
+# grammar (seeded), some with -1 / + 0 and references.  Where R refuses a
+# formula or gives no column, the driver must fail too.
+atoms <- c(rep(c("cut", "color", "g", "code"), 3), "x1", "x2", "`odd name`", "x3",
+           "log(x2)", "I(x1^2)", "sqrt(x2)", "I(x1 * x2)", "exp(x1/4)")
+gen <- function(depth) {
+  if (depth == 0 || runif(1) < 0.3) return(sample(atoms, 1))
+  op <- sample(c("+", "*", ":", "-", "/", "^", "()"), 1, prob = c(4, 2, 3, 1, 1, 1, 1))
+  a <- gen(depth - 1)
+  switch(op,
+         "^" = paste0("(", a, " + ", gen(depth - 1), ")^", sample(2:3, 1)),
+         "()" = paste0("(", a, ")"),
+         paste(a, op, gen(depth - 1)))
+}
+n_random <- 150
+for (i in seq_len(n_random)) {
+  rhs <- gen(3)
+  rhs <- switch(sample(4, 1), rhs, paste(rhs, "- 1"), paste("0 +", rhs), paste(rhs, "+ 1"))
+  refs <- switch(sample(4, 1), character(0), c(cut = "Premium"), c(g = "c", color = "J"),
+                 character(0))
+  cases[[length(cases) + 1]] <- list(f1, paste("y ~", rhs), refs, TRUE)
+}
+
 tap <- 0
 bad <- 0
 check <- function(ok, what) {
@@ -96,14 +120,23 @@ for (cs in cases) {
   d <- read.csv(file, stringsAsFactors = TRUE, na.strings = c("NA", ""),
                 check.names = FALSE)
   for (col in names(refs)) d[[col]] <- relevel(d[[col]], ref = refs[[col]])
-  mm <- model.matrix(as.formula(form), d)
+  mm <- tryCatch(suppressWarnings(model.matrix(as.formula(form), d)),
+                 error = function(e) NULL)
   what <- paste0(basename(file), ": ", form,
                  if (length(refs)) paste0(" [ref ", paste(names(refs), refs, sep = "=", collapse = ","), "]") else "")
   out <- file.path(work, "mm.csv")
   st <- system2(driver, c(shQuote(file), shQuote(form),
                           if (length(refs)) shQuote(paste(names(refs), refs, sep = "=")) else NULL),
-                stdout = out)
-  if (st != 0) { check(FALSE, paste(what, "(driver failed)")); next }
+                stdout = out, stderr = file.path(work, "driver.err"))
+  if (is.null(mm) || ncol(mm) == 0) {
+    check(st != 0, paste(what, "(refused by R and by flydb:",
+                         paste(readLines(file.path(work, "driver.err")), collapse = " "), ")"))
+    next
+  }
+  if (st != 0) {
+    check(FALSE, paste(what, "(driver failed:", paste(readLines(file.path(work, "driver.err")), collapse = " "), ")"))
+    next
+  }
   fm <- read.csv(out, check.names = FALSE, colClasses = "numeric")
   names_ok <- identical(names(fm)[-1], colnames(mm))
   rows_ok <- identical(as.integer(fm$row), as.integer(rownames(mm)))
