@@ -70,7 +70,17 @@ typedef struct fly_ingest_opts {
   /* Comma-separated cell texts that mean a missing value, besides the
    * empty cell and "NA" (NULL: none). */
   const char *na_strings;
+  /* Parse threads: 1 reads and parses on the calling thread; more parse
+   * chunks of records concurrently (io/chunks.h) while the calling thread
+   * stores them in file order, with the same pages, statistics, levels
+   * and first error as one thread.  0: fly_ingest_default_threads(). */
+  int         threads;
 } fly_ingest_opts;
+
+#define FLY_INGEST_MAX_THREADS 8
+
+/* The processors online, at most FLY_INGEST_MAX_THREADS (at least 1). */
+int fly_ingest_default_threads(void);
 
 /* The default rows per page for rows of width values of precision prec in
  * db: as many as fit, uncompressed, in one SQLite page (at least 16). */
