@@ -26,6 +26,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/mem.h"
 
@@ -52,6 +53,7 @@ struct fly_chunks {
   int           read_done;  /* n_read is final */
   int           stop;
   int           held;       /* the caller holds chunk n_taken */
+  char         *rbuf;      /* the reader's pending bytes */
   pthread_t     reader, *workers;
   int           has_reader, n_workers;
   sigset_t      old;        /* the caller's signal mask */
@@ -75,13 +77,16 @@ static void publish(fly_chunks *q, int last)
 static void *reader_main(void *arg)
 {
   fly_chunks *q = arg;
-  char *buf = NULL;
   size_t cap = 0, len = 0;
   int inq = 0, eof = 0;
   int64_t line = fly_csv_next_line(q->csv);
 
+  /* Cancelled only while it waits for input (fly_chunks_stop). */
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
   pthread_sigmask(SIG_SETMASK, &q->old, NULL);
   while( !eof ){
+    char *buf = q->rbuf;
+    int cs;
     slot *s = slot_of(q, q->n_read);
     size_t cut = 0, got;
     fly_rc rc = FLY_OK;
@@ -102,10 +107,12 @@ static void *reader_main(void *arg)
                         (long long)line, cap);
           break;
         }
-        buf = b;
+        buf = q->rbuf = b;
         cap = nc;
       }
+      pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &cs);
       rc = fly_csv_read_raw(q->csv, buf + len, cap - len, &got, &s->out.err);
+      pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
       if( rc ) break;
       size_t b = fly_csv_boundary(buf + len, got, &inq);
       eof = got < cap - len;
@@ -143,8 +150,8 @@ static void *reader_main(void *arg)
     if( next ) memcpy(next, buf + cut, tail);
     line += fly_csv_count_lines(buf, cut);
     s->out.end_bytes = fly_csv_bytes(q->csv) - tail;
+    q->rbuf = next;
     rc = fly_csv_open_chunk(q->csv, buf, cut, l0, &s->c, &s->out.err);
-    buf = next;
     cap = next ? nc : 0;
     len = tail;
     s->out.rc = rc;
@@ -152,7 +159,6 @@ static void *reader_main(void *arg)
     publish(q, eof || rc != FLY_OK);
     if( rc ) break;
   }
-  fly_free(buf);
   return NULL;
 }
 
@@ -266,16 +272,23 @@ fly_rc fly_chunks_next(fly_chunks *q, const fly_chunk **ch, fly_err *err)
   }
   s = slot_of(q, q->n_taken);
   while( !(q->n_taken < q->n_read && s->state == S_PARSED) ){
+    struct timespec ts;
     if( q->read_done && q->n_taken == q->n_read ){
       pthread_mutex_unlock(&q->mu);
       return FLY_DONE;
     }
-    pthread_cond_wait(&q->cv, &q->mu);
+    if( q->interrupt && *q->interrupt ){   /* the reader may wait for input */
+      pthread_mutex_unlock(&q->mu);
+      return fly_fail(err, FLY_IO, "%s: interrupted", fly_csv_path(q->csv));
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000 * 1000;
+    if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
+    pthread_cond_timedwait(&q->cv, &q->mu, &ts);
   }
   q->held = 1;
   pthread_mutex_unlock(&q->mu);
   *ch = &s->out;
-  (void)err;
   return FLY_ROW;
 }
 
@@ -286,7 +299,10 @@ void fly_chunks_stop(fly_chunks *q)
   q->stop = 1;
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
-  if( q->has_reader ) pthread_join(q->reader, NULL);
+  if( q->has_reader ){                    /* it may wait for input */
+    pthread_cancel(q->reader);
+    pthread_join(q->reader, NULL);
+  }
   for(int i = 0; i < q->n_workers; i++) pthread_join(q->workers[i], NULL);
   pthread_sigmask(SIG_SETMASK, &q->old, NULL);
   for(size_t i = 0; i < q->nslots; i++){
@@ -296,6 +312,7 @@ void fly_chunks_stop(fly_chunks *q)
   }
   pthread_mutex_destroy(&q->mu);
   pthread_cond_destroy(&q->cv);
+  fly_free(q->rbuf);
   fly_free(q->slots);
   fly_free(q->workers);
   fly_free(q);

@@ -13,8 +13,9 @@
  * their cells, whatever the number of rows.
  *
  * Signals: while the threads run, SIGINT, SIGTERM and SIGHUP are blocked
- * in the caller's thread and the workers, and left as they were in the
- * reader's, so a signal interrupts a blocked read of standard input.
+ * in the caller's thread and the workers.  A reader blocked on input that
+ * does not come (a pipe held open) is cancelled by fly_chunks_stop; the
+ * caller notices the interrupt flag within 50 ms while it waits.
  */
 #ifndef FLY_CHUNKS_H
 #define FLY_CHUNKS_H
@@ -51,8 +52,9 @@ fly_rc fly_chunks_start(fly_csv *csv, int threads,
                         fly_chunks **pq, fly_err *err);
 
 /* The next chunk in file order: FLY_ROW with *ch (valid until the next
- * call or fly_chunks_stop), or FLY_DONE after the last.  A read error or
- * an interrupt comes as a chunk of no rows with its rc. */
+ * call or fly_chunks_stop), or FLY_DONE after the last.  A read error
+ * comes as a chunk of no rows with its rc; the interrupt flag set while
+ * waiting for a chunk, as FLY_IO. */
 fly_rc fly_chunks_next(fly_chunks *q, const fly_chunk **ch, fly_err *err);
 
 /* Stop the threads (at once, whatever is left unread), join them and free

@@ -585,6 +585,9 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
     *bytes = ch->end_bytes;
   }
   if( rc == FLY_DONE ) rc = FLY_OK;
+  else if( interrupted(o) )
+    rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
+                  (long long)line, fly_csv_path(x->csv));
 done:
   fly_chunks_stop(q);
   *pn = n;
