@@ -20,6 +20,14 @@
  * level dictionaries: at most FLY_INGEST_TRACK_LEVELS texts per numeric
  * column, and the levels of the categorical ones.
  *
+ * Parallel parsing (threads > 1): io/chunks.h parses chunks of records on
+ * worker threads; this thread takes them in file order and runs the same
+ * row loop (put_row) on their cells, so typing, re-coding, the statistics
+ * and the pages see the same rows in the same order as with one thread,
+ * and an error is reported at the first bad record in file order: a
+ * chunk's parse error only after its rows above it were stored (and
+ * typed, which may fail first).
+ *
  * A new database is built privately and published with link(), which
  * refuses to replace a database another process created meanwhile; the
  * file is fsynced first, so a crash after the link cannot leave a
