@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -531,9 +532,9 @@ typedef struct rowput {
 } rowput;
 
 /* Record number n (0-based), cells[0..ncsv) starting on line `line`: type
- * its cells, add it to the statistics and the pages. */
-static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
-                      int64_t n, fly_err *err)
+ * its cells into row[0..width) as stored. */
+static fly_rc type_row(rowput *x, const fly_csv_cell *cells, int64_t line,
+                       int64_t n, double *row, fly_err *err)
 {
   fly_rc rc;
   for(size_t j = 0; j < x->ncsv; j++){
@@ -546,11 +547,95 @@ static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
       return rc;
   }
   for(size_t j = 0; j < x->width; j++)
-    x->row[j] = x->src[j] == (size_t)-1 ? 1.0 : x->rec[x->src[j]];
-  fly_dataset_stats_add(x->stats, x->row, 1);
-  if( (rc = fly_pagewriter_add(x->pw, x->row, err)) )
+    row[j] = x->src[j] == (size_t)-1 ? 1.0 : x->rec[x->src[j]];
+  return FLY_OK;
+}
+
+/* Add a typed row (from line `line`) to the statistics and the pages. */
+static fly_rc store_row(rowput *x, const double *row, int64_t line, fly_err *err)
+{
+  fly_rc rc;
+  fly_dataset_stats_add(x->stats, row, 1);
+  if( (rc = fly_pagewriter_add(x->pw, row, err)) )
     fly_err_prefix(err, "%s:%lld", fly_csv_path(x->csv), (long long)line);
   return rc;
+}
+
+static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
+                      int64_t n, fly_err *err)
+{
+  fly_rc rc = type_row(x, cells, line, n, x->row, err);
+  return rc ? rc : store_row(x, x->row, line, err);
+}
+
+/* The store stage of a parallel ingest: a thread that adds batches of
+ * typed rows to the statistics and the pages (LZ4, SQLite) while the
+ * caller types the next batch; two batches, handed over in turn. */
+typedef struct storer {
+  rowput         *x;
+  pthread_t       th;
+  int             started;
+  pthread_mutex_t mu;
+  pthread_cond_t  cv;
+  double         *rows[2];    /* cap[k] rows of width values */
+  int64_t        *lines[2];
+  size_t          cap[2], n[2];
+  int             full[2];    /* handed over, not yet stored */
+  int             quit;
+  fly_rc          rc;         /* the first failure, rows in file order */
+  fly_err         err;
+} storer;
+
+static void *storer_main(void *arg)
+{
+  storer *s = arg;
+  int k = 0;
+  pthread_mutex_lock(&s->mu);
+  for(;;){
+    while( !s->full[k] && !s->quit ) pthread_cond_wait(&s->cv, &s->mu);
+    if( !s->full[k] ) break;
+    fly_rc rc = s->rc;
+    pthread_mutex_unlock(&s->mu);
+    for(size_t i = 0; i < s->n[k] && rc == FLY_OK; i++)
+      rc = store_row(s->x, s->rows[k] + i * s->x->width, s->lines[k][i], &s->err);
+    pthread_mutex_lock(&s->mu);
+    s->rc = rc;
+    s->full[k] = 0;
+    pthread_cond_broadcast(&s->cv);
+    k ^= 1;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Wait until batch k is free; its storer's failure so far. */
+static fly_rc storer_wait(storer *s, int k)
+{
+  pthread_mutex_lock(&s->mu);
+  while( s->full[k] ) pthread_cond_wait(&s->cv, &s->mu);
+  fly_rc rc = s->rc;
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+/* Stop after the batches handed over; the store stage's status. */
+static fly_rc storer_end(storer *s, fly_err *err)
+{
+  if( s->started ){
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+  }
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  for(int k = 0; k < 2; k++){
+    fly_free(s->rows[k]);
+    fly_free(s->lines[k]);
+  }
+  if( s->rc && err ) *err = s->err;
+  return s->rc;
 }
 
 int fly_ingest_default_threads(void)
@@ -559,32 +644,61 @@ int fly_ingest_default_threads(void)
   return n < 1 ? 1 : n > FLY_INGEST_MAX_THREADS ? FLY_INGEST_MAX_THREADS : (int)n;
 }
 
-/* The records of x->csv parsed on `threads` threads (io/chunks.h), stored
- * here in file order: the same rows, values and first error as the
- * one-thread loop.  *pn: records stored, *bytes: input consumed. */
+/* The records of x->csv parsed on `threads` threads (io/chunks.h), typed
+ * here in file order and stored by a storer thread: the same rows, values
+ * and first error as the one-thread loop (a failure to store a row is
+ * about a row above the one being typed, so it comes first).  *pn: records
+ * stored, *bytes: input consumed. */
 static fly_rc put_chunks(rowput *x, int threads, const char *name,
                          int64_t *pn, uint64_t *bytes, fly_err *err)
 {
   const fly_ingest_opts *o = x->o;
   fly_chunks *q = NULL;
   const fly_chunk *ch;
+  storer st;
   int64_t n = 0, line = fly_csv_next_line(x->csv);
-  fly_rc rc;
+  int k = 0;
+  fly_rc rc, rs;
 
-  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &q, err)) ) return rc;
+  memset(&st, 0, sizeof st);
+  st.x = x;
+  pthread_mutex_init(&st.mu, NULL);
+  pthread_cond_init(&st.cv, NULL);
+  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &q, err)) ) goto done;
+  if( pthread_create(&st.th, NULL, storer_main, &st) ){
+    rc = fly_fail(err, FLY_NOMEM, "ingest: cannot start a thread");
+    goto done;
+  }
+  st.started = 1;
   while( (rc = fly_chunks_next(q, &ch, err)) == FLY_ROW ){
-    for(size_t i = 0; i < ch->rows; i++, n++){
+    if( (rc = storer_wait(&st, k)) ) goto done;
+    if( ch->rows > st.cap[k] ){
+      fly_free(st.rows[k]);
+      fly_free(st.lines[k]);
+      st.rows[k] = fly_alloc_array(ch->rows, x->width * sizeof(double));
+      st.lines[k] = fly_alloc_array(ch->rows, sizeof(int64_t));
+      st.cap[k] = st.rows[k] && st.lines[k] ? ch->rows : 0;
+      if( !st.cap[k] ){
+        rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", ch->rows);
+        goto done;
+      }
+    }
+    size_t i;
+    for(i = 0; i < ch->rows && !interrupted(o); i++, n++){
       line = ch->lines[i];
-      if( interrupted(o) ) break;
-      if( (rc = put_row(x, ch->cells + i * x->ncsv, line, n, err)) ) goto done;
+      st.lines[k][i] = line;
+      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n,
+                         st.rows[k] + i * x->width, err)) ) goto done;
       if( ((n + 1) & 4095) == 0 && o->progress )
         o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
     }
-    if( interrupted(o) ){
-      rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
-                    (long long)line, fly_csv_path(x->csv));
-      goto done;
-    }
+    pthread_mutex_lock(&st.mu);
+    st.n[k] = i;
+    st.full[k] = 1;
+    pthread_cond_broadcast(&st.cv);
+    pthread_mutex_unlock(&st.mu);
+    k ^= 1;
+    if( interrupted(o) ) break;
     if( ch->rc ){
       rc = ch->rc;
       if( err ) *err = ch->err;
@@ -593,10 +707,12 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
     *bytes = ch->end_bytes;
   }
   if( rc == FLY_DONE ) rc = FLY_OK;
-  else if( interrupted(o) )
+  if( interrupted(o) )
     rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
                   (long long)line, fly_csv_path(x->csv));
 done:
+  rs = storer_end(&st, err);
+  if( rs ) rc = rs;
   fly_chunks_stop(q);
   *pn = n;
   return rc;
