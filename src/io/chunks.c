@@ -51,6 +51,7 @@ struct fly_chunks {
   pthread_cond_t  cv;
   int64_t       n_read, n_parse, n_taken;
   int           read_done;  /* n_read is final */
+  int           reader_done; /* the reader thread is about to return */
   int           stop;
   int           held;       /* the caller holds chunk n_taken */
   char         *rbuf;      /* the reader's pending bytes */
@@ -81,12 +82,9 @@ static void *reader_main(void *arg)
   int inq = 0, eof = 0;
   int64_t line = fly_csv_next_line(q->csv);
 
-  /* Cancelled only while it waits for input (fly_chunks_stop). */
-  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
   pthread_sigmask(SIG_SETMASK, &q->old, NULL);
   while( !eof ){
     char *buf = q->rbuf;
-    int cs;
     slot *s = slot_of(q, q->n_read);
     size_t cut = 0, got;
     fly_rc rc = FLY_OK;
@@ -110,9 +108,7 @@ static void *reader_main(void *arg)
         buf = q->rbuf = b;
         cap = nc;
       }
-      pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &cs);
       rc = fly_csv_read_raw(q->csv, buf + len, cap - len, &got, &s->out.err);
-      pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
       if( rc ) break;
       size_t b = fly_csv_boundary(buf + len, got, &inq);
       eof = got < cap - len;
@@ -159,6 +155,10 @@ static void *reader_main(void *arg)
     publish(q, eof || rc != FLY_OK);
     if( rc ) break;
   }
+  pthread_mutex_lock(&q->mu);
+  q->reader_done = 1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
   return NULL;
 }
 
@@ -299,8 +299,25 @@ void fly_chunks_stop(fly_chunks *q)
   q->stop = 1;
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
-  if( q->has_reader ){                    /* it may wait for input */
-    pthread_cancel(q->reader);
+  if( q->has_reader ){
+    /* A reader waiting for input after an interrupt: the signal again,
+     * to it (between its check of the flag and its read, it may have
+     * missed the first one). */
+    pthread_mutex_lock(&q->mu);
+    while( !q->reader_done ){
+      struct timespec ts;
+      sig_atomic_t sig = q->interrupt ? *q->interrupt : 0;
+      if( sig > 0 && sig < NSIG ){
+        pthread_mutex_unlock(&q->mu);
+        pthread_kill(q->reader, (int)sig);
+        pthread_mutex_lock(&q->mu);
+      }
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50 * 1000 * 1000;
+      if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
+      pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+    }
+    pthread_mutex_unlock(&q->mu);
     pthread_join(q->reader, NULL);
   }
   for(int i = 0; i < q->n_workers; i++) pthread_join(q->workers[i], NULL);

@@ -13,9 +13,13 @@
  * their cells, whatever the number of rows.
  *
  * Signals: while the threads run, SIGINT, SIGTERM and SIGHUP are blocked
- * in the caller's thread and the workers.  A reader blocked on input that
- * does not come (a pipe held open) is cancelled by fly_chunks_stop; the
- * caller notices the interrupt flag within 50 ms while it waits.
+ * in the caller's thread and the workers.  The caller notices the
+ * interrupt flag within 50 ms while it waits for a chunk.  A reader
+ * blocked on input that does not come (a pipe held open) is woken only by
+ * a signal: after an interrupt, fly_chunks_stop sends the flag's value to
+ * the reader when it is a signal number (the CLI's flag holds the signal
+ * that set it, whose handler is installed without SA_RESTART); stopping
+ * for another reason waits for the reader's current read to return.
  */
 #ifndef FLY_CHUNKS_H
 #define FLY_CHUNKS_H
