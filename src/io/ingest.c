@@ -551,11 +551,10 @@ static fly_rc type_row(rowput *x, const fly_csv_cell *cells, int64_t line,
   return FLY_OK;
 }
 
-/* Add a typed row (from line `line`) to the statistics and the pages. */
+/* Add a typed row (from line `line`) to the pages. */
 static fly_rc store_row(rowput *x, const double *row, int64_t line, fly_err *err)
 {
   fly_rc rc;
-  fly_dataset_stats_add(x->stats, row, 1);
   if( (rc = fly_pagewriter_add(x->pw, row, err)) )
     fly_err_prefix(err, "%s:%lld", fly_csv_path(x->csv), (long long)line);
   return rc;
@@ -565,12 +564,15 @@ static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
                       int64_t n, fly_err *err)
 {
   fly_rc rc = type_row(x, cells, line, n, x->row, err);
-  return rc ? rc : store_row(x, x->row, line, err);
+  if( rc ) return rc;
+  fly_dataset_stats_add(x->stats, x->row, 1);
+  return store_row(x, x->row, line, err);
 }
 
 /* The store stage of a parallel ingest: a thread that adds batches of
- * typed rows to the statistics and the pages (LZ4, SQLite) while the
- * caller types the next batch; two batches, handed over in turn. */
+ * typed rows to the pages (LZ4, SQLite) while the caller types the next
+ * batch and adds it to the statistics; two batches, handed over in
+ * turn. */
 typedef struct storer {
   rowput         *x;
   pthread_t       th;
@@ -687,8 +689,9 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
     for(i = 0; i < ch->rows && !interrupted(o); i++, n++){
       line = ch->lines[i];
       st.lines[k][i] = line;
-      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n,
-                         st.rows[k] + i * x->width, err)) ) goto done;
+      double *row = st.rows[k] + i * x->width;
+      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n, row, err)) ) goto done;
+      fly_dataset_stats_add(x->stats, row, 1);
       if( ((n + 1) & 4095) == 0 && o->progress )
         o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
     }
