@@ -307,7 +307,10 @@ void fly_chunks_stop(fly_chunks *q)
     while( !q->reader_done ){
       struct timespec ts;
       sig_atomic_t sig = q->interrupt ? *q->interrupt : 0;
-      if( sig > 0 && sig < NSIG ){
+      struct sigaction sa;
+      if( sig > 0 && sig < NSIG && sigaction((int)sig, NULL, &sa) == 0
+          && !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler != SIG_DFL
+          && sa.sa_handler != SIG_IGN ){   /* a handler, never a default */
         pthread_mutex_unlock(&q->mu);
         pthread_kill(q->reader, (int)sig);
         pthread_mutex_lock(&q->mu);

@@ -17,8 +17,9 @@
  * interrupt flag within 50 ms while it waits for a chunk.  A reader
  * blocked on input that does not come (a pipe held open) is woken only by
  * a signal: after an interrupt, fly_chunks_stop sends the flag's value to
- * the reader when it is a signal number (the CLI's flag holds the signal
- * that set it, whose handler is installed without SA_RESTART); stopping
+ * the reader when it is the number of a signal with a handler installed
+ * (the CLI's flag holds the signal that set it, whose handler is installed
+ * without SA_RESTART); stopping
  * for another reason waits for the reader's current read to return.
  */
 #ifndef FLY_CHUNKS_H

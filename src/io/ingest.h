@@ -61,7 +61,9 @@ typedef struct fly_ingest_opts {
   int         prec;       /* FLY_PREC_F64 or FLY_PREC_F32 (store/codec.h) */
   /* Checked at every row: nonzero stops the ingest with FLY_IO
    * ("interrupted at line L of F: nothing was stored").  A signal handler
-   * sets it; installed without SA_RESTART, a blocked read returns at once. */
+   * sets it; installed without SA_RESTART, a blocked read returns at once.
+   * With parse threads, a value that is the number of a signal with a
+   * handler is sent to the reading thread to end its read. */
   const volatile sig_atomic_t *interrupt;
   fly_ingest_progress_fn *progress;   /* NULL: none */
   void       *progress_ctx;
