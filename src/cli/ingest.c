@@ -68,6 +68,8 @@ int fly_cmd_ingest(int argc, char **argv)
                                 "number is an error", 0, 0 },
     { "na-strings", FLY_OPT_VALUE, "S,S...: cell texts meaning a missing value, besides "
                                    "the empty cell and NA (e.g. '.,NULL')", 0, 0 },
+    { "threads", FLY_OPT_VALUE, "parse threads (default: the processors, at most 8; "
+                                "1: no threads); the data set is the same whatever the number", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
   };
@@ -95,6 +97,10 @@ int fly_cmd_ingest(int argc, char **argv)
   o.intercept = !fly_args_set(&a, "no-intercept");
   if( fly_args_int(&a, "page-rows", 0, 1, 1 << 24, &o.page_rows, &err) )
     return fly_usage_error(&a, "ingest", synopsis, &err);
+  int64_t threads = 0;
+  if( fly_args_int(&a, "threads", 0, 1, 1024, &threads, &err) )
+    return fly_usage_error(&a, "ingest", synopsis, &err);
+  o.threads = (int)threads;
   const char *prec = fly_args_str(&a, "precision", "f64");
   if( strcmp(prec, "f64") == 0 ) o.prec = FLY_PREC_F64;
   else if( strcmp(prec, "f32") == 0 ) o.prec = FLY_PREC_F32;

@@ -87,6 +87,8 @@ struct fly_csv {
   char     *txt;        /* cells mode: unescaped quoted texts of a record */
   size_t    txt_cap;    /* bytes allocated for txt, > cap when in use */
   size_t    txt_len;    /* bytes of txt used by the current record */
+  int       chunk;      /* 1: a chunk reader: path and names borrowed from
+                           the header's reader, txt kept for the chunk */
 };
 
 /* How a field ended. */
@@ -510,7 +512,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
   p = buf + c->pos;
   if( p == buf + c->end ) return c->eof ? FLY_DONE : MORE;
   line = start = c->line;
-  c->txt_len = 0;
+  if( !c->chunk ) c->txt_len = 0;
   for(;;){
     const char *q = p, *e, *ne;
     double v;
@@ -751,10 +753,12 @@ void fly_csv_close(fly_csv *c)
 {
   if( !c ) return;
   if( c->own && c->f ) fclose(c->f);
-  fly_free(c->path);
+  if( !c->chunk ){
+    fly_free(c->path);
+    fly_free(c->names);
+    fly_free(c->name_off);
+  }
   fly_free(c->buf);
-  fly_free(c->names);
-  fly_free(c->name_off);
   fly_free(c->tmp);
   fly_free(c->txt);
   fly_free(c);
@@ -806,3 +810,82 @@ const char *fly_csv_path(const fly_csv *c) { return c->path; }
 int64_t fly_csv_line(const fly_csv *c) { return c->rec_line; }
 int64_t fly_csv_records(const fly_csv *c) { return c->n_rec; }
 uint64_t fly_csv_bytes(const fly_csv *c) { return c->base + c->pos; }
+
+int64_t fly_csv_next_line(const fly_csv *c) { return c->line; }
+
+fly_rc fly_csv_read_raw(fly_csv *c, char *dst, size_t n, size_t *got,
+                        fly_err *err)
+{
+  size_t k = c->end - c->pos, r;
+  if( k > n ) k = n;
+  memcpy(dst, c->buf + c->pos, k);
+  c->pos += k;
+  *got = k;
+  if( k == n || c->eof ) return FLY_OK;
+  errno = 0;
+  r = fread(dst + k, 1, n - k, c->f);
+  *got += r;
+  c->base += r;                     /* bytes consumed = base + pos */
+  if( r < n - k ){
+    if( ferror(c->f) )
+      return fly_fail(err, FLY_IO, "%s: read error: %s", c->path,
+                      errno ? strerror(errno) : "unknown error");
+    c->eof = 1;
+  }
+  return FLY_OK;
+}
+
+size_t fly_csv_boundary(const char *s, size_t n, int *inq)
+{
+  size_t last = 0, i;
+  int in = *inq;
+  if( !in && !memchr(s, '"', n) ){          /* no quotes: the last LF */
+    for( i = n; i > 0; i-- )
+      if( s[i - 1] == '\n' ) return i;
+    return 0;
+  }
+  for( i = 0; i < n; i++ ){
+    if( s[i] == '"' ) in ^= 1;
+    else if( s[i] == '\n' && !in ) last = i + 1;
+  }
+  *inq = in;
+  return last;
+}
+
+int64_t fly_csv_count_lines(const char *s, size_t n)
+{
+  int64_t k = 0;
+  size_t i;
+  if( !memchr(s, '\r', n) ){
+    for( i = 0; i < n; i++ ) k += s[i] == '\n';
+    return k;
+  }
+  for( i = 0; i < n; i++ )
+    if( s[i] == '\n' || (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n')) )
+      k++;
+  return k;
+}
+
+fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
+                          int64_t line, fly_csv **pc, fly_err *err)
+{
+  fly_csv *c = fly_alloc_array(1, sizeof *c);
+  *pc = NULL;
+  if( !c ){
+    fly_free(buf);
+    return fly_fail(err, FLY_NOMEM, "%s:%lld: out of memory for a chunk",
+                    hdr->path, (long long)line);
+  }
+  c->chunk = 1;
+  c->eof = 1;
+  c->path = hdr->path;
+  c->names = hdr->names;
+  c->name_off = hdr->name_off;
+  c->ncols = hdr->ncols;
+  c->buf = buf;
+  c->buf[n] = 0;
+  c->cap = c->end = n;
+  c->line = c->rec_line = line;
+  *pc = c;
+  return FLY_OK;
+}

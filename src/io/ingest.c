@@ -20,6 +20,14 @@
  * level dictionaries: at most FLY_INGEST_TRACK_LEVELS texts per numeric
  * column, and the levels of the categorical ones.
  *
+ * Parallel parsing (threads > 1): io/chunks.h parses chunks of records on
+ * worker threads; this thread takes them in file order and runs the same
+ * row loop (put_row) on their cells, so typing, re-coding, the statistics
+ * and the pages see the same rows in the same order as with one thread,
+ * and an error is reported at the first bad record in file order: a
+ * chunk's parse error only after its rows above it were stored (and
+ * typed, which may fail first).
+ *
  * A new database is built privately and published with link(), which
  * refuses to replace a database another process created meanwhile; the
  * file is fsynced first, so a crash after the link cannot leave a
@@ -32,11 +40,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/chunks.h"
 #include "store/codec.h"
 #include "store/dataset.h"
 #include "store/pages.h"
@@ -264,10 +274,10 @@ static int cmp_pair(const void *a, const void *b)
  * pages already written.  Two texts of one stored number cannot be told
  * apart there: an error. */
 static fly_rc turn_categorical(fly_csv *csv, tcol *t, size_t col, int64_t row,
-                               const char *why, fly_err *err)
+                               int64_t at, const char *why, fly_err *err)
 {
   const char *path = fly_csv_path(csv), *nm = fly_csv_colname(csv, col);
-  long long line = (long long)fly_csv_line(csv);
+  long long line = (long long)at;
   size_t n = t->d.n;
   uint64_t *pair = NULL;                      /* (bits, code) interleaved */
   fly_rc rc = FLY_OK;
@@ -314,7 +324,7 @@ done:
  * change (row: rows stored so far). */
 static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
                           size_t col, const fly_csv_cell *c, int64_t row,
-                          double *v, fly_err *err)
+                          int64_t line, double *v, fly_err *err)
 {
   size_t slot;
   uint32_t hit;
@@ -329,7 +339,7 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
         if( !isfinite(f) )
           return fly_fail(err, FLY_RANGE, "%s:%lld:%zu: %g does not fit in f32 "
                           "(use --precision f64)", fly_csv_path(csv),
-                          (long long)fly_csv_line(csv), col + 1, x);
+                          (long long)line, col + 1, x);
         x = (double)f;
       }
       *v = x;
@@ -353,15 +363,15 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
     if( t->decl == DECL_NUM )
       return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' is not a number "
                       "(column '%s' is declared --numeric)", fly_csv_path(csv),
-                      (long long)fly_csv_line(csv), col + 1, txt, nm);
+                      (long long)line, col + 1, txt, nm);
     if( !t->track )
       return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' is not a number, and "
                       "column '%s' held more than %d distinct numbers above it: "
                       "declare it with --categorical %s, or name '%s' in "
                       "--na-strings if it marks a missing value",
-                      fly_csv_path(csv), (long long)fly_csv_line(csv), col + 1,
+                      fly_csv_path(csv), (long long)line, col + 1,
                       txt, nm, FLY_INGEST_TRACK_LEVELS, nm, txt);
-    fly_rc rc = turn_categorical(csv, t, col, row, txt, err);
+    fly_rc rc = turn_categorical(csv, t, col, row, line, txt, err);
     if( rc ) return rc;
   }
   if( (hit = dict_find(&t->d, c->s, c->n, &slot)) ){
@@ -372,14 +382,14 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
   if( o->prec == FLY_PREC_F32 && t->d.n >= ((size_t)1 << 24) )
     return fly_fail(err, FLY_RANGE, "%s:%lld:%zu: column '%s' has more than 2^24 "
                     "levels, beyond f32 codes (use --precision f64)",
-                    fly_csv_path(csv), (long long)fly_csv_line(csv), col + 1,
+                    fly_csv_path(csv), (long long)line, col + 1,
                     fly_csv_colname(csv, col));
   if( (code = dict_add(&t->d, c->s, c->n, slot, NAN)) < 0 ) goto nomem;
   *v = (double)code;
   return FLY_OK;
 nomem:
   return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for the levels "
-                  "of column '%s'", fly_csv_path(csv), (long long)fly_csv_line(csv),
+                  "of column '%s'", fly_csv_path(csv), (long long)line,
                   col + 1, fly_csv_colname(csv, col));
 }
 
@@ -506,6 +516,211 @@ static fly_rc put_levels(const tcol *tc, size_t ncsv, const size_t *src,
   return FLY_OK;
 }
 
+/* ---- the row loop --------------------------------------------------- */
+
+/* What it takes to store one record. */
+typedef struct rowput {
+  fly_csv               *csv;       /* the header's reader: path, names */
+  const fly_ingest_opts *o;
+  tcol                  *tc;        /* ncsv */
+  const size_t          *src;       /* stored column j <- CSV column src[j] */
+  size_t                 ncsv, width;
+  double                *rec, *row; /* ncsv, width: scratch */
+  fly_dataset_stats     *stats;
+  fly_pagewriter        *pw;
+  int                    plain;     /* a settled number is its value */
+} rowput;
+
+/* Record number n (0-based), cells[0..ncsv) starting on line `line`: type
+ * its cells into row[0..width) as stored. */
+static fly_rc type_row(rowput *x, const fly_csv_cell *cells, int64_t line,
+                       int64_t n, double *row, fly_err *err)
+{
+  fly_rc rc;
+  for(size_t j = 0; j < x->ncsv; j++){
+    const fly_csv_cell *c = &cells[j];
+    const tcol *t = &x->tc[j];
+    if( x->plain && c->num && !t->cat && !t->track )
+      x->rec[j] = c->v;                     /* a numeric column, settled */
+    else if( (rc = typed_value(x->csv, x->o, &x->tc[j], j, c, n, line,
+                               &x->rec[j], err)) )
+      return rc;
+  }
+  for(size_t j = 0; j < x->width; j++)
+    row[j] = x->src[j] == (size_t)-1 ? 1.0 : x->rec[x->src[j]];
+  return FLY_OK;
+}
+
+/* Add a typed row (from line `line`) to the pages. */
+static fly_rc store_row(rowput *x, const double *row, int64_t line, fly_err *err)
+{
+  fly_rc rc;
+  if( (rc = fly_pagewriter_add(x->pw, row, err)) )
+    fly_err_prefix(err, "%s:%lld", fly_csv_path(x->csv), (long long)line);
+  return rc;
+}
+
+static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
+                      int64_t n, fly_err *err)
+{
+  fly_rc rc = type_row(x, cells, line, n, x->row, err);
+  if( rc ) return rc;
+  fly_dataset_stats_add(x->stats, x->row, 1);
+  return store_row(x, x->row, line, err);
+}
+
+/* The store stage of a parallel ingest: a thread that adds batches of
+ * typed rows to the pages (LZ4, SQLite) while the caller types the next
+ * batch and adds it to the statistics; two batches, handed over in
+ * turn. */
+typedef struct storer {
+  rowput         *x;
+  pthread_t       th;
+  int             started;
+  pthread_mutex_t mu;
+  pthread_cond_t  cv;
+  double         *rows[2];    /* cap[k] rows of width values */
+  int64_t        *lines[2];
+  size_t          cap[2], n[2];
+  int             full[2];    /* handed over, not yet stored */
+  int             quit;
+  fly_rc          rc;         /* the first failure, rows in file order */
+  fly_err         err;
+} storer;
+
+static void *storer_main(void *arg)
+{
+  storer *s = arg;
+  int k = 0;
+  pthread_mutex_lock(&s->mu);
+  for(;;){
+    while( !s->full[k] && !s->quit ) pthread_cond_wait(&s->cv, &s->mu);
+    if( !s->full[k] ) break;
+    fly_rc rc = s->rc;
+    pthread_mutex_unlock(&s->mu);
+    for(size_t i = 0; i < s->n[k] && rc == FLY_OK; i++)
+      rc = store_row(s->x, s->rows[k] + i * s->x->width, s->lines[k][i], &s->err);
+    pthread_mutex_lock(&s->mu);
+    s->rc = rc;
+    s->full[k] = 0;
+    pthread_cond_broadcast(&s->cv);
+    k ^= 1;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Wait until batch k is free; its storer's failure so far. */
+static fly_rc storer_wait(storer *s, int k)
+{
+  pthread_mutex_lock(&s->mu);
+  while( s->full[k] ) pthread_cond_wait(&s->cv, &s->mu);
+  fly_rc rc = s->rc;
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+/* Stop after the batches handed over; the store stage's status. */
+static fly_rc storer_end(storer *s, fly_err *err)
+{
+  if( s->started ){
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+  }
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  for(int k = 0; k < 2; k++){
+    fly_free(s->rows[k]);
+    fly_free(s->lines[k]);
+  }
+  if( s->rc && err ) *err = s->err;
+  return s->rc;
+}
+
+int fly_ingest_default_threads(void)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > FLY_INGEST_MAX_THREADS ? FLY_INGEST_MAX_THREADS : (int)n;
+}
+
+/* The records of x->csv parsed on `threads` threads (io/chunks.h), typed
+ * here in file order and stored by a storer thread: the same rows, values
+ * and first error as the one-thread loop (a failure to store a row is
+ * about a row above the one being typed, so it comes first).  *pn: records
+ * stored, *bytes: input consumed. */
+static fly_rc put_chunks(rowput *x, int threads, const char *name,
+                         int64_t *pn, uint64_t *bytes, fly_err *err)
+{
+  const fly_ingest_opts *o = x->o;
+  fly_chunks *q = NULL;
+  const fly_chunk *ch;
+  storer st;
+  int64_t n = 0, line = fly_csv_next_line(x->csv);
+  int k = 0;
+  fly_rc rc, rs;
+
+  memset(&st, 0, sizeof st);
+  st.x = x;
+  pthread_mutex_init(&st.mu, NULL);
+  pthread_cond_init(&st.cv, NULL);
+  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &q, err)) ) goto done;
+  if( pthread_create(&st.th, NULL, storer_main, &st) ){
+    rc = fly_fail(err, FLY_NOMEM, "ingest: cannot start a thread");
+    goto done;
+  }
+  st.started = 1;
+  while( (rc = fly_chunks_next(q, &ch, err)) == FLY_ROW ){
+    if( (rc = storer_wait(&st, k)) ) goto done;
+    if( ch->rows > st.cap[k] ){
+      fly_free(st.rows[k]);
+      fly_free(st.lines[k]);
+      st.rows[k] = fly_alloc_array(ch->rows, x->width * sizeof(double));
+      st.lines[k] = fly_alloc_array(ch->rows, sizeof(int64_t));
+      st.cap[k] = st.rows[k] && st.lines[k] ? ch->rows : 0;
+      if( !st.cap[k] ){
+        rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", ch->rows);
+        goto done;
+      }
+    }
+    size_t i;
+    for(i = 0; i < ch->rows && !interrupted(o); i++, n++){
+      line = ch->lines[i];
+      st.lines[k][i] = line;
+      double *row = st.rows[k] + i * x->width;
+      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n, row, err)) ) goto done;
+      fly_dataset_stats_add(x->stats, row, 1);
+      if( ((n + 1) & 4095) == 0 && o->progress )
+        o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
+    }
+    pthread_mutex_lock(&st.mu);
+    st.n[k] = i;
+    st.full[k] = 1;
+    pthread_cond_broadcast(&st.cv);
+    pthread_mutex_unlock(&st.mu);
+    k ^= 1;
+    if( interrupted(o) ) break;
+    if( ch->rc ){
+      rc = ch->rc;
+      if( err ) *err = ch->err;
+      goto done;
+    }
+    *bytes = ch->end_bytes;
+  }
+  if( rc == FLY_DONE ) rc = FLY_OK;
+  if( interrupted(o) )
+    rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
+                  (long long)line, fly_csv_path(x->csv));
+done:
+  rs = storer_end(&st, err);
+  if( rs ) rc = rs;
+  fly_chunks_stop(q);
+  *pn = n;
+  return rc;
+}
+
 fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                       fly_ingest_result *res, fly_err *err)
 {
@@ -521,6 +736,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   fly_dataset_stats *stats = NULL;
   fly_pagewriter *pw = NULL;
   int64_t ds = 0, n = 0, page_rows = o->page_rows;
+  uint64_t bytes = 0;
   int late = 0;
   char name[256];
 
@@ -580,33 +796,29 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                            &pw, err);
   if( rc ) goto done;
 
-  /* A number needs no more than its value: f64, and no number can be an
-   * --na-strings text. */
-  const int plain = o->prec == FLY_PREC_F64 && !o->na_strings;
-  while( (rc = fly_csv_next_cells(csv, cells, err)) == FLY_ROW || interrupted(o) ){
+  rowput rp = { csv, o, tc, src, ncsv, width, rec, row, stats, pw,
+                /* A number needs no more than its value: f64, and no
+                 * number can be an --na-strings text. */
+                o->prec == FLY_PREC_F64 && !o->na_strings };
+  int threads = o->threads > 0 ? o->threads : fly_ingest_default_threads();
+  if( threads > 1 ){
+    rc = put_chunks(&rp, threads, name, &n, &bytes, err);
+    if( rc ) goto done;
+    rc = FLY_DONE;
+  }
+  while( threads <= 1 && ((rc = fly_csv_next_cells(csv, cells, err)) == FLY_ROW
+                          || interrupted(o)) ){
     if( interrupted(o) ){
       rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
                     (long long)fly_csv_line(csv), fly_csv_path(csv));
       goto done;
     }
-    for(size_t j = 0; j < ncsv; j++){
-      const fly_csv_cell *c = &cells[j];
-      if( plain && c->num && !tc[j].cat && !tc[j].track )
-        rec[j] = c->v;                      /* a numeric column, settled */
-      else if( (rc = typed_value(csv, o, &tc[j], j, c, n, &rec[j], err)) )
-        goto done;
-    }
-    for(size_t j = 0; j < width; j++)
-      row[j] = src[j] == (size_t)-1 ? 1.0 : rec[src[j]];
-    fly_dataset_stats_add(stats, row, 1);
-    if( (rc = fly_pagewriter_add(pw, row, err)) ){
-      fly_err_prefix(err, "%s:%lld", fly_csv_path(csv), (long long)fly_csv_line(csv));
-      goto done;
-    }
+    if( (rc = put_row(&rp, cells, fly_csv_line(csv), n, err)) ) goto done;
     n++;
     if( (n & 4095) == 0 && o->progress )
       o->progress(o->progress_ctx, name, n, fly_csv_bytes(csv));
   }
+  if( threads <= 1 ) bytes = fly_csv_bytes(csv);
   if( rc != FLY_DONE ) goto done;
   rc = FLY_OK;
   if( n == 0 ){
@@ -626,7 +838,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   if( rc == FLY_OK && res ){
     res->dataset_id = ds;
     res->n_rows = n;
-    res->bytes_read = fly_csv_bytes(csv);
+    res->bytes_read = bytes;
     snprintf(res->name, sizeof res->name, "%s", name);
   }
 

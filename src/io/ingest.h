@@ -2,7 +2,10 @@
  * ingest.h -- a CSV stream into a new data set of LZ4 pages.
  *
  * Streaming: one CSV record and one page of rows are in memory at a time,
- * whatever the input size.  Stored row layout: [1 (intercept)] features...
+ * whatever the input size; with parse threads (fly_ingest_opts.threads),
+ * also at most 2 * threads + 2 parsed chunks of about 1 MiB of input each
+ * (io/chunks.h).  The rows, pages, statistics, levels and errors do not
+ * depend on the number of threads.  Stored row layout: [1 (intercept)] features...
  * target (see store/dataset.h); column statistics are computed on the
  * values as stored (after f32 rounding), since those are what the models
  * see.
@@ -58,7 +61,9 @@ typedef struct fly_ingest_opts {
   int         prec;       /* FLY_PREC_F64 or FLY_PREC_F32 (store/codec.h) */
   /* Checked at every row: nonzero stops the ingest with FLY_IO
    * ("interrupted at line L of F: nothing was stored").  A signal handler
-   * sets it; installed without SA_RESTART, a blocked read returns at once. */
+   * sets it; installed without SA_RESTART, a blocked read returns at once.
+   * With parse threads, a value that is the number of a signal with a
+   * handler is sent to the reading thread to end its read. */
   const volatile sig_atomic_t *interrupt;
   fly_ingest_progress_fn *progress;   /* NULL: none */
   void       *progress_ctx;
@@ -70,7 +75,17 @@ typedef struct fly_ingest_opts {
   /* Comma-separated cell texts that mean a missing value, besides the
    * empty cell and "NA" (NULL: none). */
   const char *na_strings;
+  /* Parse threads: 1 reads and parses on the calling thread; more parse
+   * chunks of records concurrently (io/chunks.h) while the calling thread
+   * stores them in file order, with the same pages, statistics, levels
+   * and first error as one thread.  0: fly_ingest_default_threads(). */
+  int         threads;
 } fly_ingest_opts;
+
+#define FLY_INGEST_MAX_THREADS 8
+
+/* The processors online, at most FLY_INGEST_MAX_THREADS (at least 1). */
+int fly_ingest_default_threads(void);
 
 /* The default rows per page for rows of width values of precision prec in
  * db: as many as fit, uncompressed, in one SQLite page (at least 16). */
