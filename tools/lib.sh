@@ -15,7 +15,7 @@
 
 FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
                 liblz4-dev libxxhash-dev libopenblas-dev libfftw3-dev liblapacke-dev
-                libplplot-dev sqlite3)
+                libplplot-dev sqlite3 zlib1g-dev libzstd-dev liblzma-dev libreadstat-dev)
 # What only the tests need: python3 (e2e checks), R with the posterior and
 # coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
 # reference numbers), rsvg-convert (renders the plots), valgrind
