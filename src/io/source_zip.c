@@ -34,7 +34,7 @@
 #define ZIP_IN 65536       /* bytes of compressed input buffered */
 
 typedef struct zip {
-  unsigned char in[ZIP_IN];
+  unsigned char *in;         /* [ZIP_IN] */
   size_t   in_pos, in_len;   /* in[in_pos..in_len) not yet decoded */
   int      in_eof;           /* the raw input has ended */
   int      mid;              /* inside a member / frame / stream */
@@ -51,6 +51,8 @@ static fly_rc zip_new(fly_source *s, zip **pz, fly_err *err)
   *pz = fly_alloc_array(1, sizeof **pz);
   if( !*pz ) return fly_fail(err, FLY_NOMEM, "%s: decoder", s->name);
   s->impl = *pz;
+  (*pz)->in = fly_realloc_array(NULL, ZIP_IN, 1);     /* not zero-filled */
+  if( !(*pz)->in ) return fly_fail(err, FLY_NOMEM, "%s: decoder", s->name);
   return FLY_OK;
 }
 
@@ -60,7 +62,7 @@ static fly_rc refill(fly_source *s, zip *z, fly_err *err)
   size_t got;
   fly_rc rc;
   if( z->in_pos < z->in_len || z->in_eof ) return FLY_OK;
-  if( (rc = fly_source_read_raw(s, z->in, sizeof z->in, &got, err)) ) return rc;
+  if( (rc = fly_source_read_raw(s, z->in, ZIP_IN, &got, err)) ) return rc;
   z->in_pos = 0;
   z->in_len = got;
   if( got == 0 ) z->in_eof = 1;
@@ -159,6 +161,7 @@ static void gz_close(fly_source *s)
   zip *z = s->impl;
   if( !z ) return;
   if( z->z_init ) inflateEnd(&z->z);
+  fly_free(z->in);
   fly_free(z);
   s->impl = NULL;
 }
@@ -203,6 +206,7 @@ static void zst_close(fly_source *s)
   zip *z = s->impl;
   if( !z ) return;
   ZSTD_freeDStream(z->zs);
+  fly_free(z->in);
   fly_free(z);
   s->impl = NULL;
 }
@@ -272,6 +276,7 @@ static void xz_close(fly_source *s)
   zip *z = s->impl;
   if( !z ) return;
   if( z->x_init ) lzma_end(&z->x);
+  fly_free(z->in);
   fly_free(z);
   s->impl = NULL;
 }
