@@ -46,6 +46,7 @@ void fly_srcbuf_free(fly_srcbuf *b)
 
 int fly_srcbuf_add(fly_srcbuf *b, const char *s, size_t n)
 {
+  if( n == 0 ) return 0;
   if( n > b->cap - b->len ){
     size_t cap = b->cap ? b->cap : 4096;
     char *p;

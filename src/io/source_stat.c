@@ -21,8 +21,8 @@
  * then of 1, ... (checked: anything else stops the stream).  Only the
  * thread touches the parser and `out` of the second pass while it runs;
  * the stream reads th_rc and th_msg only after joining it.  The thread
- * blocks every signal, so a signal meant for the ingest interrupts the
- * reader's read(), never the thread.
+ * blocks every signal, so the ingest's handlers run in the reading thread
+ * (whose wait for text resumes after a signal: the text comes soon).
  *
  * Cost.  The first pass reads the dictionary (and for Stata the labels at
  * the end of the file); the second reads the file once.  Memory: the
@@ -61,6 +61,7 @@ typedef struct lset {
 typedef struct statsrc {
   readstat_error_t (*parse)(readstat_parser_t *, const char *, void *);
   const char *path;           /* the file (borrowed from the source) */
+  size_t     set_name_max;    /* bytes of a label set name (see dta_set_name_max) */
   int        n_var;
   char     **var;             /* names [n_var] */
   int       *var_set;         /* index into set, -1: no labels [n_var] */
@@ -138,7 +139,13 @@ static int on_variable(int index, readstat_variable_t *v, const char *val_labels
   if( !t->var[t->n_var] ) return READSTAT_HANDLER_ABORT;
   t->var_set[t->n_var] = -1;
   if( val_labels && val_labels[0] ){
-    lset *set = find_set(t, val_labels, 1);
+    /* ReadStat 1.1.8 passes Stata's fixed-width field as is, without a NUL
+     * when the field is full: copy at most its width */
+    char set_name[130];
+    size_t len = strnlen(val_labels, t->set_name_max);
+    memcpy(set_name, val_labels, len);
+    set_name[len] = 0;
+    lset *set = find_set(t, set_name, 1);
     if( !set ) return READSTAT_HANDLER_ABORT;
     t->var_set[t->n_var] = (int)(set - t->set);
   }
@@ -199,8 +206,7 @@ static fly_rc rs_fail(fly_source *s, readstat_error_t r, const char *detail,
                       fly_err *err)
 {
   fly_rc code = r == READSTAT_ERROR_MALLOC ? FLY_NOMEM
-              : r == READSTAT_ERROR_OPEN || r == READSTAT_ERROR_READ ||
-                r == READSTAT_ERROR_SEEK ? FLY_IO : FLY_CORRUPT;
+              : r == READSTAT_ERROR_OPEN ? FLY_IO : FLY_CORRUPT;
   const char *m = readstat_error_message(r);
   return fly_fail(err, code, "%s: ReadStat: %s%s%s", s->name,
                   m ? m : "error", detail[0] ? ": " : "", detail);
@@ -315,6 +321,33 @@ static void *convert(void *arg)
 
 /* ---- the kind ---- */
 
+/* The width of a Stata file's label-set-name field (its "lbllist"): 9
+ * bytes before release 108, 33 before 118, 129 from 118 on; release from
+ * the "<release>NNN</release>" of the XML-like header or the first byte of
+ * the old binary one.  9 when the header is unreadable (ReadStat then
+ * refuses the file anyway).  Other formats: 129 (their set names are
+ * ReadStat's own NUL-terminated strings). */
+static size_t dta_set_name_max(const fly_source *s)
+{
+  static const char tag[] = "<stata_dta><header><release>";
+  unsigned char h[32] = { 0 };
+  int release = 0;
+  FILE *f;
+  if( s->kind != &fly_source_dta ) return 129;
+  f = fopen(s->path, "rb");
+  if( !f ) return 9;
+  if( fread(h, 1, sizeof h, f) == 0 ) h[0] = 0;
+  fclose(f);
+  if( memcmp(h, tag, sizeof tag - 1) == 0 ){
+    const unsigned char *d = h + sizeof tag - 1;
+    if( d[0] >= '0' && d[0] <= '9' && d[1] >= '0' && d[1] <= '9' && d[2] >= '0' && d[2] <= '9' )
+      release = (d[0] - '0')*100 + (d[1] - '0')*10 + (d[2] - '0');
+  }else{
+    release = h[0];
+  }
+  return release >= 118 ? 129 : release >= 108 ? 33 : 9;
+}
+
 static fly_rc stat_open(fly_source *s, fly_err *err)
 {
   statsrc *t = fly_alloc_array(1, sizeof *t);
@@ -327,6 +360,7 @@ static fly_rc stat_open(fly_source *s, fly_err *err)
   s->impl = t;
   t->fd[0] = t->fd[1] = -1;
   t->path = s->path;
+  t->set_name_max = dta_set_name_max(s);
   t->parse = s->kind == &fly_source_dta ? readstat_parse_dta
            : s->kind == &fly_source_sav ? readstat_parse_sav
            : readstat_parse_sas7bdat;
@@ -345,7 +379,7 @@ static fly_rc stat_open(fly_source *s, fly_err *err)
     return rs_fail(s, r, t->rs_msg, err);
   if( t->n_var == 0 ) return fly_fail(err, FLY_CORRUPT, "%s: no variables", s->name);
   for(size_t i = 0; i < t->n_set; i++)
-    qsort(t->set[i].lab, t->set[i].n, sizeof *t->set[i].lab, label_cmp);
+    if( t->set[i].n > 1 ) qsort(t->set[i].lab, t->set[i].n, sizeof *t->set[i].lab, label_cmp);
 
   /* header and categorical columns */
   s->cat = fly_alloc_array((size_t)t->n_var, sizeof *s->cat);
@@ -388,17 +422,15 @@ static fly_rc stat_read(fly_source *s, char *buf, size_t cap, size_t *got,
     return FLY_OK;
   }
   if( t->th_joined ) return FLY_OK;
-  n = read(t->fd[0], buf, cap);
+  /* A signal does not stop this wait: the thread converts a local file,
+   * so text (or the end) comes soon, and the reader then sees its flag. */
+  do n = read(t->fd[0], buf, cap); while( n < 0 && errno == EINTR );
   if( n > 0 ){
     *got = (size_t)n;
     return FLY_OK;
   }
-  if( n < 0 ){
-    int e = errno;
-    fly_fail(err, FLY_IO, "%s: reading converted rows: %s", s->name, strerror(e));
-    errno = e;
-    return FLY_IO;
-  }
+  if( n < 0 )
+    return fly_fail(err, FLY_IO, "%s: reading converted rows: %s", s->name, strerror(errno));
   pthread_join(t->th, NULL);
   t->th_joined = 1;
   if( t->th_rc != READSTAT_OK ) return rs_fail(s, t->th_rc, t->th_msg, err);
