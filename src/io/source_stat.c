@@ -52,6 +52,11 @@ typedef struct label {
   char   *text;
 } label;
 
+typedef struct var {
+  char   *name;
+  int     set;              /* index into statsrc.set, -1: no labels */
+} var;
+
 typedef struct lset {
   char   *name;
   label  *lab;
@@ -63,8 +68,7 @@ typedef struct statsrc {
   const char *path;           /* the file (borrowed from the source) */
   size_t     set_name_max;    /* bytes of a label set name (see dta_set_name_max) */
   int        n_var;
-  char     **var;             /* names [n_var] */
-  int       *var_set;         /* index into set, -1: no labels [n_var] */
+  var       *var;             /* [n_var] */
   size_t     cap_var;
   lset      *set;
   size_t     n_set, cap_set;
@@ -102,18 +106,33 @@ static void on_error_th(const char *msg, void *ctx)   /* the thread's pass */
   keep_msg(t->th_msg, sizeof t->th_msg, msg);
 }
 
-static lset *find_set(statsrc *t, const char *name, int add)
+/* p with room for element n (of size bytes), doubling *cap; NULL when
+ * out of memory (p is then untouched, and still owned by the caller). */
+static void *grow(void *p, size_t *cap, size_t n, size_t size)
 {
+  size_t c;
+  void *q;
+  if( n < *cap ) return p;
+  c = *cap ? 2 * *cap : 8;
+  q = fly_realloc_array(p, c, size);
+  if( q ) *cap = c;
+  return q;
+}
+
+/* The label set named by ReadStat's name, added if new; NULL when out of
+ * memory.  ReadStat 1.1.8 passes a Stata name as the file's fixed-width
+ * field, without a NUL when the field is full: read at most its width. */
+static lset *find_set(statsrc *t, const char *raw)
+{
+  char name[130];
+  size_t len = strnlen(raw, t->set_name_max);
+  lset *set;
+  memcpy(name, raw, len);
+  name[len] = 0;
   for(size_t i = 0; i < t->n_set; i++)
     if( strcmp(t->set[i].name, name) == 0 ) return &t->set[i];
-  if( !add ) return NULL;
-  if( t->n_set == t->cap_set ){
-    size_t cap = t->cap_set ? 2*t->cap_set : 8;
-    lset *s = fly_realloc_array(t->set, cap, sizeof *s);
-    if( !s ) return NULL;
-    t->set = s;
-    t->cap_set = cap;
-  }
+  if( !(set = grow(t->set, &t->cap_set, t->n_set, sizeof *t->set)) ) return NULL;
+  t->set = set;
   memset(&t->set[t->n_set], 0, sizeof t->set[t->n_set]);
   t->set[t->n_set].name = fly_strdup(name);
   return t->set[t->n_set].name ? &t->set[t->n_set++] : NULL;
@@ -124,30 +143,19 @@ static int on_variable(int index, readstat_variable_t *v, const char *val_labels
 {
   statsrc *t = ctx;
   const char *name = readstat_variable_get_name(v);
+  var *vs;
   if( index != t->n_var ) return READSTAT_HANDLER_ABORT;
-  if( (size_t)t->n_var == t->cap_var ){
-    size_t cap = t->cap_var ? 2*t->cap_var : 16;
-    char **var = fly_realloc_array(t->var, cap, sizeof *var);
-    if( !var ) return READSTAT_HANDLER_ABORT;
-    t->var = var;
-    int *vs = fly_realloc_array(t->var_set, cap, sizeof *vs);
-    if( !vs ) return READSTAT_HANDLER_ABORT;
-    t->var_set = vs;
-    t->cap_var = cap;
-  }
-  t->var[t->n_var] = fly_strdup(name ? name : "");
-  if( !t->var[t->n_var] ) return READSTAT_HANDLER_ABORT;
-  t->var_set[t->n_var] = -1;
+  if( !(vs = grow(t->var, &t->cap_var, (size_t)t->n_var, sizeof *t->var)) )
+    return READSTAT_HANDLER_ABORT;
+  t->var = vs;
+  vs = &t->var[t->n_var];
+  vs->set = -1;
+  vs->name = fly_strdup(name ? name : "");
+  if( !vs->name ) return READSTAT_HANDLER_ABORT;
   if( val_labels && val_labels[0] ){
-    /* ReadStat 1.1.8 passes Stata's fixed-width field as is, without a NUL
-     * when the field is full: copy at most its width */
-    char set_name[130];
-    size_t len = strnlen(val_labels, t->set_name_max);
-    memcpy(set_name, val_labels, len);
-    set_name[len] = 0;
-    lset *set = find_set(t, set_name, 1);
+    lset *set = find_set(t, val_labels);
     if( !set ) return READSTAT_HANDLER_ABORT;
-    t->var_set[t->n_var] = (int)(set - t->set);
+    vs->set = (int)(set - t->set);
   }
   t->n_var++;
   return READSTAT_HANDLER_OK;
@@ -161,15 +169,9 @@ static int on_value_label(const char *set_name, readstat_value_t x,
   label *l;
   if( readstat_value_is_system_missing(x) || readstat_value_is_tagged_missing(x) )
     return READSTAT_HANDLER_OK;           /* missing is an empty cell anyway */
-  s = find_set(t, set_name, 1);
-  if( !s ) return READSTAT_HANDLER_ABORT;
-  if( s->n == s->cap ){
-    size_t cap = s->cap ? 2*s->cap : 8;
-    label *lab = fly_realloc_array(s->lab, cap, sizeof *lab);
-    if( !lab ) return READSTAT_HANDLER_ABORT;
-    s->lab = lab;
-    s->cap = cap;
-  }
+  s = find_set(t, set_name);
+  if( !s || !(l = grow(s->lab, &s->cap, s->n, sizeof *s->lab)) ) return READSTAT_HANDLER_ABORT;
+  s->lab = l;
   l = &s->lab[s->n];
   memset(l, 0, sizeof *l);
   l->is_str = readstat_value_type_class(x) == READSTAT_TYPE_CLASS_STRING;
@@ -250,7 +252,7 @@ static int on_cell(int obs, readstat_variable_t *v, readstat_value_t x, void *ct
   }
   if( j > 0 ) bad = fly_srcbuf_add(&t->out, ",", 1);
   if( !bad && !readstat_value_is_missing(x, v) ){
-    const lset *s = t->var_set[j] >= 0 ? &t->set[t->var_set[j]] : NULL;
+    const lset *s = t->var[j].set >= 0 ? &t->set[t->var[j].set] : NULL;
     label key = { 0, 0.0, NULL, NULL };
     const char *text = NULL;
     if( readstat_value_type_class(x) == READSTAT_TYPE_CLASS_STRING ){
@@ -291,7 +293,7 @@ static int same_variable(int index, readstat_variable_t *v, const char *val_labe
   statsrc *t = ctx;
   const char *name = readstat_variable_get_name(v);
   (void)val_labels;
-  if( index < t->n_var && strcmp(t->var[index], name ? name : "") == 0 )
+  if( index < t->n_var && strcmp(t->var[index].name, name ? name : "") == 0 )
     return READSTAT_HANDLER_OK;
   snprintf(t->th_msg, sizeof t->th_msg, "variable %d changed between two reads", index + 1);
   return READSTAT_HANDLER_ABORT;
@@ -385,13 +387,13 @@ static fly_rc stat_open(fly_source *s, fly_err *err)
   s->cat = fly_alloc_array((size_t)t->n_var, sizeof *s->cat);
   if( !s->cat ) return fly_fail(err, FLY_NOMEM, "%s: ReadStat", s->name);
   for(int j = 0; j < t->n_var; j++){
-    if( (j > 0 && fly_srcbuf_add(&t->head, ",", 1)) || fly_srcbuf_text(&t->head, t->var[j]) )
+    if( (j > 0 && fly_srcbuf_add(&t->head, ",", 1)) || fly_srcbuf_text(&t->head, t->var[j].name) )
       return fly_fail(err, FLY_NOMEM, "%s: header", s->name);
-    if( t->var_set[j] >= 0 && t->set[t->var_set[j]].n > 0 ){
-      s->cat[s->n_cat] = fly_strdup(t->var[j]);
+    if( t->var[j].set >= 0 && t->set[t->var[j].set].n > 0 ){
+      s->cat[s->n_cat] = fly_strdup(t->var[j].name);
       if( !s->cat[s->n_cat++] ) return fly_fail(err, FLY_NOMEM, "%s: header", s->name);
     }else{
-      t->var_set[j] = -1;
+      t->var[j].set = -1;
     }
   }
   if( fly_srcbuf_add(&t->head, "\n", 1) )
@@ -453,9 +455,8 @@ static void stat_close(fly_source *s)
   }
   if( t->fd[0] >= 0 ) close(t->fd[0]);
   if( t->fd[1] >= 0 ) close(t->fd[1]);
-  for(int j = 0; j < t->n_var; j++) fly_free(t->var[j]);
+  for(int j = 0; j < t->n_var; j++) fly_free(t->var[j].name);
   fly_free(t->var);
-  fly_free(t->var_set);
   for(size_t i = 0; i < t->n_set; i++){
     for(size_t k = 0; k < t->set[i].n; k++){
       fly_free(t->set[i].lab[k].skey);

@@ -33,7 +33,14 @@
 
 #define ZIP_IN 65536       /* bytes of compressed input buffered */
 
-typedef struct zip {
+typedef struct zip zip;
+typedef fly_rc zip_step(fly_source *s, zip *z, char *buf, size_t cap,
+                        size_t *out, fly_err *err);
+
+static zip_step gz_step, zst_step, xz_step;
+
+struct zip {
+  zip_step *step;            /* the kind's decoding step */
   unsigned char *in;         /* [ZIP_IN] */
   size_t   in_pos, in_len;   /* in[in_pos..in_len) not yet decoded */
   int      in_eof;           /* the raw input has ended */
@@ -44,13 +51,14 @@ typedef struct zip {
   ZSTD_DStream *zs;          /* zstd */
   lzma_stream  x;            /* xz */
   int          x_init;
-} zip;
+};
 
-static fly_rc zip_new(fly_source *s, zip **pz, fly_err *err)
+static fly_rc zip_new(fly_source *s, zip_step *step, zip **pz, fly_err *err)
 {
   *pz = fly_alloc_array(1, sizeof **pz);
   if( !*pz ) return fly_fail(err, FLY_NOMEM, "%s: decoder", s->name);
   s->impl = *pz;
+  (*pz)->step = step;
   (*pz)->in = fly_realloc_array(NULL, ZIP_IN, 1);     /* not zero-filled */
   if( !(*pz)->in ) return fly_fail(err, FLY_NOMEM, "%s: decoder", s->name);
   return FLY_OK;
@@ -82,15 +90,12 @@ static fly_rc corrupt(fly_source *s, const zip *z, const char *why, fly_err *err
                   s->name, s->kind->name, at, why);
 }
 
-/* The loop shared by the three kinds: decode into buf until some text is
- * there, the text ends, or a failure.  step() decodes once from
- * z->in[in_pos..in_len) into buf[*out..cap), advancing both, and sets
- * z->mid / returns 1 at the end of a member. */
-typedef fly_rc zip_step(fly_source *s, zip *z, char *buf, size_t cap,
-                        size_t *out, fly_err *err);
-
-static fly_rc zip_read(fly_source *s, zip_step *step, char *buf, size_t cap,
-                       size_t *got, fly_err *err)
+/* The read of the three kinds: decode into buf until some text is there,
+ * the text ends, or a failure.  z->step decodes once from
+ * z->in[in_pos..in_len) into buf[*out..cap), advancing both, and clears
+ * z->mid at the end of a member. */
+static fly_rc zip_read(fly_source *s, char *buf, size_t cap, size_t *got,
+                       fly_err *err)
 {
   zip *z = s->impl;
   size_t out = 0;
@@ -104,7 +109,7 @@ static fly_rc zip_read(fly_source *s, zip_step *step, char *buf, size_t cap,
       break;
     }
     size_t in0 = z->in_pos;
-    if( (rc = step(s, z, buf, cap, &out, err)) ) return rc;
+    if( (rc = z->step(s, z, buf, cap, &out, err)) ) return rc;
     /* The input has ended inside a member and the decoder, given nothing
      * more, gives nothing more. */
     if( z->mid && z->in_eof && out == 0 && z->in_pos == in0 &&
@@ -120,7 +125,7 @@ static fly_rc zip_read(fly_source *s, zip_step *step, char *buf, size_t cap,
 static fly_rc gz_open(fly_source *s, fly_err *err)
 {
   zip *z;
-  fly_rc rc = zip_new(s, &z, err);
+  fly_rc rc = zip_new(s, gz_step, &z, err);
   if( rc ) return rc;
   if( inflateInit2(&z->z, 16 + MAX_WBITS) != Z_OK )   /* gzip header only */
     return fly_fail(err, FLY_NOMEM, "%s: cannot start the gzip decoder", s->name);
@@ -150,30 +155,12 @@ static fly_rc gz_step(fly_source *s, zip *z, char *buf, size_t cap,
   return corrupt(s, z, z->z.msg ? z->z.msg : "bad data", err);
 }
 
-static fly_rc gz_read(fly_source *s, char *buf, size_t cap, size_t *got,
-                      fly_err *err)
-{
-  return zip_read(s, gz_step, buf, cap, got, err);
-}
-
-static void gz_close(fly_source *s)
-{
-  zip *z = s->impl;
-  if( !z ) return;
-  if( z->z_init ) inflateEnd(&z->z);
-  fly_free(z->in);
-  fly_free(z);
-  s->impl = NULL;
-}
-
-const fly_source_kind fly_source_gzip = { "gzip", gz_open, gz_read, gz_close };
-
 /* ---- zstd ---- */
 
 static fly_rc zst_open(fly_source *s, fly_err *err)
 {
   zip *z;
-  fly_rc rc = zip_new(s, &z, err);
+  fly_rc rc = zip_new(s, zst_step, &z, err);
   if( rc ) return rc;
   z->zs = ZSTD_createDStream();
   if( !z->zs || ZSTD_isError(ZSTD_initDStream(z->zs)) )
@@ -195,31 +182,13 @@ static fly_rc zst_step(fly_source *s, zip *z, char *buf, size_t cap,
   return FLY_OK;
 }
 
-static fly_rc zst_read(fly_source *s, char *buf, size_t cap, size_t *got,
-                       fly_err *err)
-{
-  return zip_read(s, zst_step, buf, cap, got, err);
-}
-
-static void zst_close(fly_source *s)
-{
-  zip *z = s->impl;
-  if( !z ) return;
-  ZSTD_freeDStream(z->zs);
-  fly_free(z->in);
-  fly_free(z);
-  s->impl = NULL;
-}
-
-const fly_source_kind fly_source_zstd = { "zstd", zst_open, zst_read, zst_close };
-
 /* ---- xz (liblzma) ---- */
 
 static fly_rc xz_open(fly_source *s, fly_err *err)
 {
   zip *z;
   lzma_stream init = LZMA_STREAM_INIT;
-  fly_rc rc = zip_new(s, &z, err);
+  fly_rc rc = zip_new(s, xz_step, &z, err);
   if( rc ) return rc;
   z->x = init;
   if( lzma_stream_decoder(&z->x, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK )
@@ -265,20 +234,18 @@ static fly_rc xz_step(fly_source *s, zip *z, char *buf, size_t cap,
   return corrupt(s, z, xz_why(r), err);
 }
 
-static fly_rc xz_read(fly_source *s, char *buf, size_t cap, size_t *got,
-                      fly_err *err)
-{
-  return zip_read(s, xz_step, buf, cap, got, err);
-}
-
-static void xz_close(fly_source *s)
+static void zip_close(fly_source *s)
 {
   zip *z = s->impl;
   if( !z ) return;
+  if( z->z_init ) inflateEnd(&z->z);
+  ZSTD_freeDStream(z->zs);                /* NULL: no-op */
   if( z->x_init ) lzma_end(&z->x);
   fly_free(z->in);
   fly_free(z);
   s->impl = NULL;
 }
 
-const fly_source_kind fly_source_xz = { "xz", xz_open, xz_read, xz_close };
+const fly_source_kind fly_source_gzip = { "gzip", gz_open, zip_read, zip_close };
+const fly_source_kind fly_source_zstd = { "zstd", zst_open, zip_read, zip_close };
+const fly_source_kind fly_source_xz = { "xz", xz_open, zip_read, zip_close };
