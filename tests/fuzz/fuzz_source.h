@@ -4,9 +4,10 @@
  * their format and call fuzz_source_one().
  *
  * The input is written to one temp file per process (with the format's
- * extension, removed at exit), opened as a source, and its text read twice,
- * in 3-byte freads and in 64 KiB ones, up to FUZZ_TEXT_MAX bytes (then the
- * source is closed early, as an ingest that fails does).  Properties checked, a failure aborting (a crash
+ * extension, in /dev/shm when writable, removed at exit), opened as a
+ * source, and its text read twice, in 3-byte freads and in 64 KiB ones, up
+ * to FUZZ_TEXT_MAX bytes (then the source is closed early, as an ingest
+ * that fails does).  Properties checked, a failure aborting (a crash
  * for libFuzzer): the open fails with FLY_IO, FLY_CORRUPT or FLY_NOMEM and a
  * message starting with the path; on success the format is the expected
  * one; both reads give the same text, the same failure and the same
@@ -49,7 +50,9 @@ static const char *fuzz_write(const uint8_t *data, size_t size, const char *ext)
   if( !fuzz_tmp[0] || !strstr(fuzz_tmp, ext) ){
     int fd;
     fuzz_remove_tmp();
-    snprintf(fuzz_tmp, sizeof fuzz_tmp, "/tmp/flydb_fuzz_src_XXXXXX%s", ext);
+    /* tmpfs where there is one: a file per input costs less there */
+    snprintf(fuzz_tmp, sizeof fuzz_tmp, "%s/flydb_fuzz_src_XXXXXX%s",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", ext);
     fd = mkstemps(fuzz_tmp, (int)strlen(ext));
     if( fd < 0 ){ perror("mkstemps"); abort(); }
     close(fd);
