@@ -32,6 +32,7 @@
 #include "io/source_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <readstat.h>
 #include <signal.h>
@@ -181,6 +182,7 @@ static int on_value_label(const char *set_name, readstat_value_t x,
     if( !l->skey ) return READSTAT_HANDLER_ABORT;
   }else{
     l->num = readstat_double_value(x);
+    if( isnan(l->num) ) return READSTAT_HANDLER_OK;   /* no order: qsort needs one */
   }
   l->text = fly_strdup(text ? text : "");
   if( !l->text ){ fly_free(l->skey); return READSTAT_HANDLER_ABORT; }
@@ -263,7 +265,7 @@ static int on_cell(int obs, readstat_variable_t *v, readstat_value_t x, void *ct
       bad = fly_srcbuf_text(&t->out, text ? text : key.skey);
     }else{
       key.num = readstat_double_value(x);
-      text = s ? label_of(s, &key) : NULL;
+      text = s && !isnan(key.num) ? label_of(s, &key) : NULL;
       bad = text ? fly_srcbuf_text(&t->out, text) : fly_srcbuf_num(&t->out, key.num);
     }
   }
