@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #include "util/mem.h"
@@ -153,12 +154,6 @@ static ssize_t cookie_read(void *cookie, char *buf, size_t size)
     return -1;
   }
   return (ssize_t)got;
-}
-
-static int cookie_close(void *cookie)
-{
-  (void)cookie;
-  return 0;
 }
 
 /* Plain CSV after a longer look at standard input: the peeked bytes, then
@@ -304,7 +299,7 @@ fly_rc fly_source_open(const char *path, const fly_source_opts *o,
   if( !s->kind ){
     s->f = s->in;
   }else{
-    cookie_io_functions_t io = { cookie_read, NULL, NULL, cookie_close };
+    cookie_io_functions_t io = { cookie_read, NULL, NULL, NULL };  /* s is closed by us */
     if( s->kind->open && (rc = s->kind->open(s, err)) ) goto done;
     s->f = fopencookie(s, "r", io);
     if( !s->f ){ rc = fly_fail(err, FLY_NOMEM, "opening a stream for %s", s->name); goto done; }
