@@ -130,6 +130,33 @@ if command -v Rscript >/dev/null 2>&1 && Rscript -e 'library(haven)' >/dev/null 
   err_has "cannot be read from standard input"
   same_file s.db keep-s.db
   ok "a truncated and a corrupt .dta, and a .dta on stdin: an error naming the file, nothing written"
+
+  # Value labels as categorical levels: the same dump as the CSV of R's
+  # as_factor() (labels, a value without one as its number, NA empty).
+  # Needs the typed ingest (categorical columns); skipped without it.
+  if "$FLYDB" ingest --help 2>&1 | grep -q -- --categorical; then
+    Rscript -e '
+      suppressMessages(library(haven))
+      set.seed(3); n <- 200
+      d <- data.frame(x = rnorm(n), color = labelled(sample(c(1, 2, 3, 4, NA), n, TRUE),
+                        c(red = 1, blue = 2, "a \"q\", l" = 3)), y = rbinom(n, 1, 0.5))
+      write_dta(d, "l.dta"); write_sav(d, "l.sav")
+      f <- as.character(as_factor(d$color, levels = "default"))
+      lab <- ifelse(is.na(f), "", paste0("\"", gsub("\"", "\"\"", f), "\""))
+      writeLines(c("x,color,y", sprintf("%.17g,%s,%d", d$x, lab, d$y)), "l.csv")' ||
+      fail "R could not write the labelled files"
+    expect 0 "$FLYDB" ingest l.csv --name l --db l.db
+    expect 0 "$FLYDB" dump --db l.db --data l
+    cp "$T/out" want-l.txt
+    for f in l.dta l.sav; do
+      expect 0 "$FLYDB" ingest "$f" --name l --db "$f.db"
+      expect 0 "$FLYDB" dump --db "$f.db" --data l
+      same_file "$T/out" want-l.txt
+    done
+    ok ".dta and .sav value labels: the same categorical column as R's as_factor"
+  else
+    echo "ok - # SKIP value labels: this flydb has no categorical columns"
+  fi
 else
   echo "ok - # SKIP R with haven is not installed (r-cran-haven): no .dta/.sav/.sas7bdat files to read"
 fi
