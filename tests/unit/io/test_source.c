@@ -510,9 +510,10 @@ static void test_sql(void)
   int failed;
   const char *fmt;
 
+  /* literals SQLite parses exactly even without x87 long double (valgrind) */
   sqlite3_open(path, &db);
   sqlite3_exec(db, "CREATE TABLE t(a INTEGER, b REAL, c TEXT, d);"
-               "INSERT INTO t VALUES (1, 0.1, 'plain', 5), (-9007199254740993, 1e300, 'a,b', NULL),"
+               "INSERT INTO t VALUES (1, 0.1, 'plain', 5), (-9007199254740993, 4.5e15, 'a,b', NULL),"
                "  (NULL, -0.0, 'say \"hi\"', 2.5), (3, NULL, NULL, 'x');"
                "CREATE TABLE b(x BLOB); INSERT INTO b VALUES (1), (x'00ff');", NULL, NULL, NULL);
   sqlite3_close(db);
@@ -522,7 +523,7 @@ static void test_sql(void)
   t = read_source(path, &o, 7, &n, &failed, msg, sizeof msg, &fmt, &err);
   {
     static const char want[] = "a,b,c,\"d,e\"\n1,0.10000000000000001,plain,5\n"
-      "-9007199254740993,1.0000000000000001e+300,\"a,b\",\n"
+      "-9007199254740993,4500000000000000,\"a,b\",\n"
       ",0,\"say \"\"hi\"\"\",2.5\n3,,,x\n";       /* -0.0 is stored as 0 */
     int same = t && !failed && strcmp(fmt, "sql") == 0 && strcmp(t, want) == 0;
     TAP_OK(same, "a query's result as CSV text");
