@@ -15,7 +15,7 @@
 
 FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
                 liblz4-dev libxxhash-dev libopenblas-dev libfftw3-dev liblapacke-dev
-                libplplot-dev sqlite3)
+                libplplot-dev sqlite3 zlib1g-dev libzstd-dev liblzma-dev libreadstat-dev)
 # What only the tests need: python3 (e2e checks), R with the posterior and
 # coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
 # reference numbers; nnet's multinom and glm check the formulas' MAPs,
@@ -23,11 +23,13 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
 # loo against loo::loo and loo_subsample), rsvg-convert (renders the plots), valgrind
 # (tools/test --valgrind), clang with its sanitizer runtimes (the short
 # fuzz runs; absent, they would be skipped), man-db (renders the generated
-# man pages), dpkg-dev, debhelper and lintian (the package test deb.sh).
+# man pages), dpkg-dev, debhelper and lintian (the package test deb.sh),
+# zstd, xz-utils and R's haven (compressed and Stata/SPSS/SAS inputs,
+# ingest_sources.sh).
 FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda r-cran-loo r-cran-rsqlite
                      r-cran-nnet r-cran-rstan
                      librsvg2-bin valgrind clang libclang-rt-14-dev
-                     man-db dpkg-dev debhelper lintian)
+                     man-db dpkg-dev debhelper lintian zstd xz-utils r-cran-haven)
 # What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
 # (its `diamonds` data set, tools/make_diamonds.R) and data.table (fread, the
 # ingest baseline), rstan and posterior (Stan's NUTS, the baseline of the
