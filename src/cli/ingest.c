@@ -140,7 +140,7 @@ int fly_cmd_ingest(int argc, char **argv)
     size_t ncn, len = o.categorical ? strlen(o.categorical) + 1 : 1;
     fly_source_categorical(src, &cn, &ncn);
     for(size_t i = 0; i < ncn; i++) len += strlen(cn[i]) + 1;
-    if( ncn && (cats = fly_alloc(len)) ){
+    if( ncn && (cats = fly_alloc_array(len, 1)) ){
       strcpy(cats, o.categorical ? o.categorical : "");
       for(size_t i = 0; i < ncn; i++){
         if( cats[0] ) strcat(cats, ",");
