@@ -44,7 +44,8 @@ static fly_opt sample_opts_tmpl[] = {
                               "chosen, see --z; mh when --z or --regular is given)", 0, 0 },
   { "theta-steps", FLY_OPT_VALUE, "theta updates per z update (default 32 with --z gibbs "
                                   "and --sampler mh, else 1)", 0, 0 },
-  { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
+  { "leapfrog", FLY_OPT_VALUE, "hmc: at most L leapfrog steps an update, uniform on 1..L "
+                               "(default 16)", 0, 0 },
   { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's): the "
                                "kernel's preconditioner", 0, 0 },
   { "step", FLY_OPT_VALUE, "initial step size (default by kernel; slice: interval "
