@@ -20,14 +20,15 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
 # coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
 # reference numbers; nnet's multinom and glm check the formulas' MAPs,
 # rstan's NUTS the posterior of a formula model; loo and RSQLite check flydb
-# loo against loo::loo and loo_subsample), rsvg-convert (renders the plots), valgrind
+# loo against loo::loo and loo_subsample; bayesplot and pandas run
+# docs/r-and-python.md), rsvg-convert (renders the plots), valgrind
 # (tools/test --valgrind), clang with its sanitizer runtimes (the short
 # fuzz runs; absent, they would be skipped), man-db (renders the generated
 # man pages), dpkg-dev, debhelper and lintian (the package test deb.sh),
 # zstd, xz-utils and R's haven (compressed and Stata/SPSS/SAS inputs,
 # ingest_sources.sh).
 FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda r-cran-loo r-cran-rsqlite
-                     r-cran-nnet r-cran-rstan
+                     r-cran-nnet r-cran-rstan r-cran-bayesplot python3-pandas
                      librsvg2-bin valgrind clang libclang-rt-14-dev
                      man-db dpkg-dev debhelper lintian zstd xz-utils r-cran-haven)
 # What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
