@@ -454,10 +454,12 @@ fly_rc fly_trace_chain_len(fly_trace_reader *r, size_t c, size_t *n_warm, size_t
   return FLY_OK;
 }
 
-/* Columns of st_iter: iter, n_bright (NULL: the row has no diagnostics),
- * log_joint .. full_logpost, then the kernel statistics. */
-#define ITER_COLS "iter, n_bright, log_joint, n_lik_evals, n_reads, accepted, step_size, " \
+/* The diagnostics columns, read by diag_read: n_bright (NULL: the row has
+ * no diagnostics), log_joint .. full_logpost, then the kernel statistics;
+ * st_iter selects iter and these. */
+#define DIAG_COLS "n_bright, log_joint, n_lik_evals, n_reads, accepted, step_size, " \
                   "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat"
+#define ITER_COLS "iter, " DIAG_COLS
 
 static fly_rc prepare_reads(fly_trace_reader *r, fly_err *err)
 {
@@ -485,6 +487,21 @@ static fly_rc prepare_reads(fly_trace_reader *r, fly_err *err)
 
 /* The kernel statistics in columns i .. i+4 (treedepth first; NULL there:
  * none). */
+static void kstats_read(sqlite3_stmt *st, int i, fly_trace_row *w);
+
+/* A diagnostics row from columns 1.. of st, in DIAG_COLS order. */
+static void diag_read(sqlite3_stmt *st, fly_trace_row *w)
+{
+  w->n_bright = sqlite3_column_int64(st, 1);
+  w->log_joint = col_real(st, 2);
+  w->n_lik = sqlite3_column_int64(st, 3);
+  w->n_reads = sqlite3_column_int64(st, 4);
+  w->accepted = sqlite3_column_double(st, 5);
+  w->step_size = col_real(st, 6);
+  w->full_logpost = col_real(st, 7);
+  kstats_read(st, 8, w);
+}
+
 static void kstats_read(sqlite3_stmt *st, int i, fly_trace_row *w)
 {
   w->has_kstats = sqlite3_column_type(st, i) != SQLITE_NULL;
@@ -523,14 +540,7 @@ static fly_rc read_window(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, 
     if( rows ){
       fly_trace_row *w = &rows[t];
       has_diag[t] = sqlite3_column_type(st, 1) != SQLITE_NULL;
-      w->n_bright = sqlite3_column_int64(st, 1);
-      w->log_joint = col_real(st, 2);
-      w->n_lik = sqlite3_column_int64(st, 3);
-      w->n_reads = sqlite3_column_int64(st, 4);
-      w->accepted = sqlite3_column_double(st, 5);
-      w->step_size = col_real(st, 6);
-      w->full_logpost = col_real(st, 7);
-      kstats_read(st, 8, w);
+      diag_read(st, w);
     }
     t++;
   }
@@ -601,9 +611,7 @@ fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_
   int s;
   *n = 0;
   if( c >= r->run.n_chains ) return bad_chain(r, c, err);
-  fly_rc rc = fly_db_prepare(r->db, "SELECT iter, log_joint, n_bright, n_lik_evals, n_reads, "
-                             "accepted, step_size, full_logpost, treedepth, n_leapfrog, "
-                             "divergent, energy, accept_stat FROM iteration WHERE "
+  fly_rc rc = fly_db_prepare(r->db, "SELECT iter, " DIAG_COLS " FROM iteration WHERE "
                              "run_id = ?1 AND chain = ?2 AND iter > ?3 ORDER BY iter", &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, r->run.id);
@@ -612,14 +620,7 @@ fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_
   while( t < cap && (s = sqlite3_step(st)) == SQLITE_ROW ){
     fly_trace_row *w = &rows[t];
     if( iters ) iters[t] = sqlite3_column_int64(st, 0);
-    w->log_joint = col_real(st, 1);
-    w->n_bright = sqlite3_column_int64(st, 2);
-    w->n_lik = sqlite3_column_int64(st, 3);
-    w->n_reads = sqlite3_column_int64(st, 4);
-    w->accepted = sqlite3_column_double(st, 5);
-    w->step_size = col_real(st, 6);
-    w->full_logpost = col_real(st, 7);
-    kstats_read(st, 8, w);
+    diag_read(st, w);
     t++;
   }
   if( t < cap && s != SQLITE_DONE ) rc = fly_db_fail(r->db, err, "reading diagnostics");
