@@ -18,14 +18,6 @@
 #include "store/dataset.h"
 #include "util/mem.h"
 
-/* Whether data set ds can be modelled as stored. */
-static int as_stored(const fly_dataset *ds)
-{
-  for(size_t i = 0; i < ds->n_cols; i++)
-    if( ds->cols[i].categorical || ds->cols[i].n_missing > 0 ) return 0;
-  return 1;
-}
-
 /* "col=level,col=level" into o (pointers into buf, of n_max pairs). */
 static fly_rc parse_refs(const char *s, char *buf, size_t bn, const char **col,
                          const char **lev, size_t n_max, size_t *n, fly_err *err)
@@ -64,7 +56,9 @@ fly_rc fly_run_data(fly_db *db, int64_t raw_id, const fly_model_spec *s,
   out->dataset_id = raw_id;
   *usage = 0;
   if( (rc = fly_dataset_load(db, raw_id, &ds, err)) ) return rc;
-  if( !s->formula && !s->reference && as_stored(ds) ) goto done;
+  /* modelled as stored: numeric and complete, or already derived */
+  if( !s->formula && !s->reference && fly_dataset_require_numeric(ds, NULL) == FLY_OK )
+    goto done;
   if( !s->formula ){
     const fly_dataset_column *t = fly_dataset_target(ds);
     if( !t || !t->name ){
