@@ -315,6 +315,12 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
               (int)n, 1.0, work, (int)K, X, (int)ldx, 1.0, g, (int)m->D);
 }
 
+/* With few classes a matrix product of a row block by the K x D
+ * coefficients is mostly OpenBLAS packing the block: K matrix-vector
+ * products read it K times from cache and skip the copy (about 1.5x faster
+ * for K <= 3 on 630-row blocks of 51 columns; slower from K = 4 on). */
+#define GEMV_MAX_K 3
+
 static double full_logp_grad(const fly_model *m, const double *th,
                              const double *X, size_t ldx, size_t n, double *g,
                              double *work)
@@ -324,6 +330,10 @@ static double full_logp_grad(const fly_model *m, const double *th,
   if( n == 0 || K == 0 ) return 0;
   if( D == 0 )
     memset(S, 0, n * K * sizeof *S);
+  else if( K <= GEMV_MAX_K )
+    for( size_t k = 0; k < K; k++ )
+      cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)D, 1.0, X,
+                  (int)ldx, th + k * D, 1, 0.0, S + k, (int)K);
   else
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K,
                 (int)D, 1.0, X, (int)ldx, th, (int)D, 0.0, S, (int)K);
@@ -345,8 +355,13 @@ static double full_logp_grad(const fly_model *m, const double *th,
       size_t y = cls(m, X, ldx, i);
       for( size_t k = 0; k < K; k++ ) e[k] = (k == y ? 1.0 : 0.0) - e[k] / t[i];
     }
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)D,
-                (int)n, 1.0, S, (int)K, X, (int)ldx, 1.0, g, (int)D);
+    if( K <= GEMV_MAX_K )
+      for( size_t k = 0; k < K; k++ )
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)D, 1.0, X,
+                    (int)ldx, S + k, (int)K, 1.0, g + k * D, 1);
+    else
+      cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)D,
+                  (int)n, 1.0, S, (int)K, X, (int)ldx, 1.0, g, (int)D);
   }
   fly_vlog(t, t, n);
   for( size_t i = 0; i < n; i++ ) a[i] -= t[i];
