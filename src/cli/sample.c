@@ -64,6 +64,11 @@ static fly_opt sample_opts_tmpl[] = {
                              "linear predictors, so most thinned candidates are rejected "
                              "without a read (default on; it changes which rows are "
                              "read, not the chain's draws)", 0, 0 },
+  { "bright-floor", FLY_OPT_VALUE, "FlyMC: every row is bright with probability at least F, "
+                                   "the bounds times 1 - F (still lower bounds: the chain stays "
+                                   "exact); a few rows bright at random loosen the coupling "
+                                   "of z and theta (default: 4 P / N, at most 0.01; 0: off)",
+                                   0, 0 },
   { "full-logpost-every", FLY_OPT_VALUE, "every K iterations store the exact full-data "
                                          "log posterior (a full scan; off by default)", 0, 0 },
   { "checkpoint-every", FLY_OPT_VALUE, "commit draws and a checkpoint every K "
@@ -104,6 +109,8 @@ static fly_rc parse(fly_args *a, fly_run_cfg *c, fly_err *err)
   if( (rc = fly_args_int(a, "full-logpost-every", 0, 0, INT64_C(1) << 40,
                          &c->full_logpost_every, err)) ) return rc;
   if( (rc = fly_args_real(a, "scan-frac", 0.25, 0.0, 1e9, &c->scan_frac, err)) ) return rc;
+  if( fly_args_set(a, "bright-floor") &&
+      (rc = fly_args_real(a, "bright-floor", 0.0, 0.0, 0.5, &c->bright_floor, err)) ) return rc;
   const char *sk = fly_args_str(a, "sketch", NULL);
   if( sk && strcmp(sk, "on") == 0 ) c->sketch = 1;
   else if( sk && strcmp(sk, "off") == 0 ) c->sketch = 0;

@@ -467,7 +467,7 @@ double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
              : t->box->upper(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
     if( v < u ) u = v;                 /* both are bounds: the smaller one is */
   }
-  return u;
+  return u + m->slack;
 }
 
 double fly_buckets_row_upper(const fly_buckets *b, size_t i,
@@ -475,7 +475,7 @@ double fly_buckets_row_upper(const fly_buckets *b, size_t i,
                              double rho)
 {
   if( b->box )                         /* set only with a box table */
-    return m->type->thin->box->upper_rho(m, b->box + i * b->nbox, rho);
+    return m->type->thin->box->upper_rho(m, b->box + i * b->nbox, rho) + m->slack;
   return fly_model_gap_upper_rho(m, xi_row, rho);
 }
 

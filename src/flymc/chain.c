@@ -127,14 +127,16 @@ fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *gra
   size_t B = (size_t)fly_bright_count(&c->br);
   if( grad ) memset(grad, 0, c->P * sizeof *grad);
   double base = fly_model_log_prior(m, th, grad)
-              + m->type->bound_sum(m, c->cfg->bounds->mom, th, grad, c->work);
+              + m->type->bound_sum(m, c->cfg->bounds->mom, th, grad, c->work)
+              - (double)c->cfg->N * m->slack;
   double sum = 0;
   if( B ){
     fly_rc rc = fly_chain_ev_reserve(c, B, err);
     if( rc ) return rc;
-    if( c->nc )
+    if( c->nc ){
       m->type->coef->eval(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
-    else
+      fly_model_slack_logB(m, c->logB, B);
+    }else
       m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
     for(size_t i = 0; i < B; i++) c->br.gap_new[i] = c->logL[i] - c->logB[i];
     sum = ltilde_sum(c, c->br.gap_new, B);

@@ -171,8 +171,11 @@ static void scan_eval(fly_chain *c, const double *X, const double *cf, size_t n)
   size_t step = m->type->coef && m->type->coef->scan ? FLY_ROWWISE : n;
   for(size_t o = 0; o < n; o += step){
     size_t k = n - o < step ? n - o : step;
-    if( cf ) m->type->coef->eval(m, c->th, X + o * c->W, c->W, cf + o * c->nc, k,
-                                c->logL + o, c->logB + o, c->work);
+    if( cf ){
+      m->type->coef->eval(m, c->th, X + o * c->W, c->W, cf + o * c->nc, k,
+                          c->logL + o, c->logB + o, c->work);
+      fly_model_slack_logB(m, c->logB + o, k);
+    }
     else     m->type->eval(m, c->th, X + o * c->W, c->W, c->cxi + o * c->nxi, k,
                            c->logL + o, c->logB + o, c->work);
   }
@@ -218,6 +221,7 @@ static fly_rc scan_screened(fly_chain *c, fly_err *err)
     size_t n = N - b0 < SCAN_BLOCK ? (size_t)(N - b0) : SCAN_BLOCK, nb = 0;
     m->type->coef->scan(m, c->th, s->sxf + (size_t)b0 * c->W, c->W, s->sxn + b0,
                         s->scoef + (size_t)b0 * c->nc, n, s->ub, c->work);
+    if( m->slack > 0 ) for(size_t i = 0; i < n; i++) s->ub[i] = fly_model_slack_p(m, s->ub[i]);
     size_t k = screen_survivors(c, b0, n);
     for(size_t j = 0; j < k; j++){
       c->cid[j] += b0;              /* rows, to read */
@@ -272,11 +276,13 @@ static fly_rc scan_page_screened(fly_chain *c, const double *X, const double *Bd
   fly_zscan *s = c->keep;
   fly_model_scan_rows(m, X, c->W, n, xf, xn);
   m->type->coef->scan(m, c->th, xf, c->W, s->sxn + row0, cf, n, s->ub, c->work);
+  if( m->slack > 0 ) for(size_t i = 0; i < n; i++) s->ub[i] = fly_model_slack_p(m, s->ub[i]);
   size_t k = screen_survivors(c, row0, n);
   for(size_t j = 0; j < k; j++){
     size_t i = (size_t)c->cid[j];
     m->type->coef->eval(m, c->th, X + i * c->W, c->W, cf + i * c->nc, 1,
                        c->logL + j, c->logB + j, c->work);
+    fly_model_slack_logB(m, c->logB + j, 1);
     c->cgap[j] = c->logB[j] - c->logL[j];
   }
   fly_vexpm1(c->cgap, c->cgap, k);

@@ -72,6 +72,18 @@ static size_t coef_off(const fly_model *m, size_t n)
   return n * (m->K > 1 ? m->K : 1);
 }
 
+void fly_model_slack_logB(const fly_model *m, double *logB, size_t n)
+{
+  if( !(m->slack > 0) || !logB ) return;
+  for( size_t i = 0; i < n; i++ ) logB[i] -= m->slack;
+}
+
+double fly_model_slack_p(const fly_model *m, double p_upper)
+{
+  /* 1 - e^-(g + s) = 1 - (1 - p) e^-s for p = 1 - e^-g */
+  return m->slack > 0 ? 1.0 - (1.0 - p_upper) * exp(-m->slack) : p_upper;
+}
+
 double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho)
 {
@@ -85,7 +97,7 @@ double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
     double b = t->box->upper(m, v, v, key, 1.0);
     if( b < u ) u = b;                 /* both are bounds */
   }
-  return u;
+  return u + m->slack;
 }
 
 void fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
@@ -95,6 +107,7 @@ void fly_model_eval_xi(const fly_model *m, const double *th, const double *X,
   double *cf = logB ? work + coef_off(m, n) : NULL;
   if( cf ) m->type->coef->make(m, X, ldx, xi, n, cf);
   m->type->coef->eval(m, th, X, ldx, cf, n, logL, logB, work);
+  fly_model_slack_logB(m, logB, n);
 }
 
 void fly_model_grad_xi(const fly_model *m, const double *th, const double *X,

@@ -54,6 +54,8 @@ typedef struct fly_model {
   fly_prior prior;
   double    prior_scale;  /* sd of the normal prior, scale of the Laplace */
   double    nu, scale;    /* Student-t (robust) */
+  double    slack;        /* >= 0: the chain's bounds are B_n e^-slack (see
+                           * fly_model_slack_logB); 0 in tuning */
 } fly_model;
 
 /* Moment tables: a flat array of type->n_moments(m) doubles whose layout the
@@ -248,6 +250,17 @@ void   fly_model_grad_xi(const fly_model *m, const double *th, const double *X,
  * m->type->thin set): thin->upper(thin->key(xi_row, rho), 1), or the
  * smaller box->upper over the row's own |xi| when the model has a box
  * table.  +inf when rho is. */
+/* The slackened bound.  Any B'_n <= B_n is a lower bound too, and
+ * B'_n = e^-slack B_n makes every row bright with probability at least
+ * 1 - e^-slack whatever theta (docs/design.md §20): gap' = gap + slack.
+ * The chain applies it where it evaluates log B (fly_model_eval_xi does it
+ * itself; a direct coef->eval caller calls fly_model_slack_logB after) and
+ * where it bounds gaps (fly_model_gap_upper_rho and the thinning buckets add
+ * m->slack; a scan's p-bound ub becomes fly_model_slack_p(m, ub)).  The
+ * collapsed product changes by the constant -N slack. */
+void fly_model_slack_logB(const fly_model *m, double *logB, size_t n);
+double fly_model_slack_p(const fly_model *m, double p_upper);
+
 double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho);
 

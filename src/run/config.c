@@ -30,7 +30,15 @@ void fly_run_cfg_default(fly_run_cfg *c)
   c->leapfrog = 16;
   c->scan_frac = 0.25;
   c->sketch = -1;
+  c->bright_floor = -1;
   c->checkpoint_every = 1000;
+}
+
+double fly_run_bright_floor(int64_t P, int64_t N)
+{
+  if( N <= 0 ) return 0;
+  double f = 4.0 * (double)P / (double)N;
+  return f < 0.01 ? f : 0.01;
 }
 
 int64_t fly_run_default_cache_mb(int64_t chains)
@@ -61,6 +69,7 @@ fly_rc fly_run_cfg_resolve(fly_run_cfg *c, fly_err *err)
   NEED(c->scan_frac >= 0 && isfinite(c->scan_frac), "--scan-frac must not be negative");
   NEED(c->step >= 0 && isfinite(c->step), "--step must be positive");
   NEED(c->sketch >= -1 && c->sketch <= 1, "--sketch is on, off or auto");
+  NEED(c->bright_floor < 0.5 && !isnan(c->bright_floor), "--bright-floor must be 0 to 0.5");
   NEED(c->seed < (UINT64_C(1) << 63), "--seed must be below 2^63");
   if( c->warmup < 0 ) c->warmup = c->iters / 2;
   if( c->full_logpost_every > 0 && c->full_logpost_every % c->thin != 0 )
@@ -215,7 +224,8 @@ static const struct { const char *key; unsigned bit; } config_keys[] = {
   { "theta-steps", FLY_GIVEN_THETA_STEPS }, { "leapfrog", FLY_GIVEN_LEAPFROG },
   { "proposal", FLY_GIVEN_PROPOSAL }, { "step", FLY_GIVEN_STEP }, { "init", FLY_GIVEN_INIT },
   { "cache-mb", FLY_GIVEN_CACHE_MB }, { "scan-frac", FLY_GIVEN_SCAN_FRAC },
-  { "sketch", FLY_GIVEN_SKETCH }, { "full-logpost-every", FLY_GIVEN_FULL_EVERY },
+  { "sketch", FLY_GIVEN_SKETCH }, { "bright-floor", FLY_GIVEN_BRIGHT_FLOOR },
+  { "full-logpost-every", FLY_GIVEN_FULL_EVERY },
   { "checkpoint-every", FLY_GIVEN_CKPT_EVERY }, { "profile", FLY_GIVEN_PROFILE },
   { "formula", FLY_GIVEN_FORMULA }, { "reference", FLY_GIVEN_REFERENCE }, { "na", FLY_GIVEN_NA },
 };
@@ -273,6 +283,8 @@ size_t fly_run_cfg_lines(const fly_run_cfg *c, const fly_model *m, const char *d
     else if( !strcmp(k, "cache-mb") ) snprintf(b, bn, "%lld", (long long)c->cache_mb);
     else if( !strcmp(k, "scan-frac") ) snprintf(b, bn, "%.17g", c->scan_frac);
     else if( !strcmp(k, "sketch") ) snprintf(b, bn, "%s", c->sketch > 0 ? "on" : "off");
+    else if( !strcmp(k, "bright-floor") )
+      snprintf(b, bn, "%.17g", c->bright_floor > 0 ? c->bright_floor : 0.0);
     else if( !strcmp(k, "checkpoint-every") )
       snprintf(b, bn, "%lld", (long long)c->checkpoint_every);
     else if( !strcmp(k, "full-logpost-every") )

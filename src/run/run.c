@@ -420,6 +420,10 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
         c->sketch ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
   }
+  /* The bright floor (docs/design.md §20): tuning above ran without it. */
+  if( c->bright_floor < 0 )
+    c->bright_floor = fly_run_bright_floor((int64_t)m.type->n_params(&m), dset->n_rows);
+  m.slack = c->bright_floor > 0 ? -log1p(-c->bright_floor) : 0.0;
   memset(&cc, 0, sizeof cc);
   cc.db_path = db_path;
   cc.dataset_id = ds;
@@ -556,8 +560,12 @@ fly_rc fly_run_resume(const char *db_path, int64_t run_id, int64_t cache_mb,
   fly_err local = {0};
   if( !err ) err = &local;
   memset(res, 0, sizeof *res);
+  char floor[64];
+  int has_floor = 0;
   fly_rc rc = fly_db_open(db_path, 0, &db, err);
   if( rc == FLY_OK ) rc = fly_run_load(db, run_id, &rec, status, err);
+  if( rc == FLY_OK )
+    rc = fly_run_config_value(db, run_id, "bright-floor", floor, sizeof floor, &has_floor, err);
   fly_db_close(db);
   if( rc ) return rc;
   if( strcmp(status, "done") == 0 )
@@ -566,6 +574,11 @@ fly_rc fly_run_resume(const char *db_path, int64_t run_id, int64_t cache_mb,
     return fly_fail(err, FLY_CORRUPT, "run %lld has %lld chains", (long long)run_id,
                     (long long)rec.chains);
   if( (rc = fly_run_cfg_from_rec(&rec, &c, err)) ) return rc;
+  /* a run stored before the floor existed ran without one */
+  c.bright_floor = has_floor ? strtod(floor, NULL) : 0.0;
+  if( !(c.bright_floor >= 0 && c.bright_floor < 0.5) )
+    return fly_fail(err, FLY_CORRUPT, "run %lld: stored bright-floor '%s' is out of range",
+                    (long long)run_id, floor);
   if( cache_mb > 0 ){
     c.cache_mb = cache_mb;
     c.given |= FLY_GIVEN_CACHE_MB;

@@ -69,6 +69,7 @@ enum {
   FLY_GIVEN_SKETCH = 1u << 21, FLY_GIVEN_FULL_EVERY = 1u << 22,
   FLY_GIVEN_CKPT_EVERY = 1u << 23, FLY_GIVEN_PROFILE = 1u << 24,
   FLY_GIVEN_FORMULA = 1u << 25, FLY_GIVEN_REFERENCE = 1u << 26, FLY_GIVEN_NA = 1u << 27,
+  FLY_GIVEN_BRIGHT_FLOOR = 1u << 28,
 };
 
 /* A sampling job.  fly_run_cfg_default fills every field with its default;
@@ -101,6 +102,9 @@ typedef struct fly_run_cfg {
                                    fraction of N (0.25) */
   int      sketch;              /* gibbs row sketches: 1 on, 0 off, -1 auto (on
                                    where they apply) */
+  double   bright_floor;        /* FlyMC: every row bright with probability at
+                                   least this, the bounds times 1 - it (docs/
+                                   design.md §20); < 0 auto: fly_run_bright_floor */
   int64_t  checkpoint_every;    /* commit draws and a checkpoint every K
                                    iterations (1000; also every 2 s) */
   int64_t  full_logpost_every;  /* store the exact log posterior every K kept
@@ -111,6 +115,10 @@ typedef struct fly_run_cfg {
 } fly_run_cfg;
 
 void fly_run_cfg_default(fly_run_cfg *c);
+
+/* The automatic bright floor for P parameters and N rows: 4 P / N extra
+ * bright rows in expectation, at most 1% of N (docs/design.md §20). */
+double fly_run_bright_floor(int64_t P, int64_t N);
 
 /* The FLY_GIVEN_* bit of the field an option names, spelled as the CLI and
  * run_config spell it ("iters", "theta-steps", "regular" and "z" share

@@ -23,7 +23,11 @@
  * default 32 theta updates per z update, and 1), implicit=0.1 (1 and 8
  * theta updates), explicit=0.2 (MAP bounds) and --bounds fixed with
  * implicit=0.1 and explicit=0.3 (2 chains each), then MALA, slice and HMC
- * under --regular, gibbs and fixed-bound implicit, and for each coefficient
+ * under --regular, gibbs and fixed-bound implicit, NUTS likewise, and
+ * gibbs (MH), explicit (NUTS) and implicit (MALA) under a bright floor of
+ * 0.3 (docs/design.md §20: bounds times 0.7, the z steps' thinning bounds
+ * and the bright rows' terms all moved; the other FlyMC modes run with the
+ * automatic floor), and for each coefficient
  * the post-warm-up draws must satisfy
  *   |mean - truth| <= 4 mcse_mean  and  |sd - truth_sd| <= 4 mcse_sd,
  * the MCSEs estimated from the chains (statutil.h gives the definitions).
@@ -123,26 +127,30 @@ static void grid_moments(const double *lp, double lpmax, const double m[2],
 }
 
 static const st_mode modes[] = {
-  { "regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_MH,   0, 0 },
-  { "gibbs (MAP bounds)",          FLY_Z_GIBBS,    0,   0, FLY_K_MH,   0, 0 },
-  { "gibbs, 1 theta step",         FLY_Z_GIBBS,    0,   0, FLY_K_MH,   1, 0 },
-  { "implicit=0.1 (MAP bounds)",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH,   0, 0 },
-  { "implicit=0.1, 8 theta steps", FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH,   8, 0 },
-  { "explicit=0.2 (MAP bounds)",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_MH,   0, 0 },
-  { "implicit=0.1 (fixed bounds)", FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MH,   0, 0 },
-  { "explicit=0.3 (fixed bounds)", FLY_Z_EXPLICIT, 0.3, 1, FLY_K_MH,   0, 0 },
-  { "mala, regular",               FLY_Z_REGULAR,  0,   0, FLY_K_MALA, 0, 0 },
-  { "mala, gibbs",                 FLY_Z_GIBBS,    0,   0, FLY_K_MALA, 0, 0 },
-  { "mala, implicit (fixed)",      FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MALA, 0, 0 },
-  { "slice, regular",              FLY_Z_REGULAR,  0,   0, FLY_K_SLICE, 0, 0 },
-  { "slice, gibbs",                FLY_Z_GIBBS,    0,   0, FLY_K_SLICE, 0, 0 },
-  { "slice, implicit (fixed)",     FLY_Z_IMPLICIT, 0.1, 1, FLY_K_SLICE, 0, 0 },
-  { "hmc, regular",                FLY_Z_REGULAR,  0,   0, FLY_K_HMC,  0, 0 },
-  { "hmc, gibbs",                  FLY_Z_GIBBS,    0,   0, FLY_K_HMC,  0, 0 },
-  { "hmc, implicit (fixed)",       FLY_Z_IMPLICIT, 0.1, 1, FLY_K_HMC,  0, 0 },
-  { "nuts, regular",               FLY_Z_REGULAR,  0,   0, FLY_K_NUTS, 0, 0 },
-  { "nuts, gibbs",                 FLY_Z_GIBBS,    0,   0, FLY_K_NUTS, 0, 0 },
-  { "nuts, implicit (fixed)",      FLY_Z_IMPLICIT, 0.1, 1, FLY_K_NUTS, 0, 0 },
+  { "regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_MH,   0, 0, 0 },
+  { "gibbs (MAP bounds)",          FLY_Z_GIBBS,    0,   0, FLY_K_MH,   0, 0, 0 },
+  { "gibbs, 1 theta step",         FLY_Z_GIBBS,    0,   0, FLY_K_MH,   1, 0, 0 },
+  { "implicit=0.1 (MAP bounds)",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH,   0, 0, 0 },
+  { "implicit=0.1, 8 theta steps", FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH,   8, 0, 0 },
+  { "explicit=0.2 (MAP bounds)",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_MH,   0, 0, 0 },
+  { "implicit=0.1 (fixed bounds)", FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MH,   0, 0, 0 },
+  { "explicit=0.3 (fixed bounds)", FLY_Z_EXPLICIT, 0.3, 1, FLY_K_MH,   0, 0, 0 },
+  { "mala, regular",               FLY_Z_REGULAR,  0,   0, FLY_K_MALA, 0, 0, 0 },
+  { "mala, gibbs",                 FLY_Z_GIBBS,    0,   0, FLY_K_MALA, 0, 0, 0 },
+  { "mala, implicit (fixed)",      FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MALA, 0, 0, 0 },
+  { "slice, regular",              FLY_Z_REGULAR,  0,   0, FLY_K_SLICE, 0, 0, 0 },
+  { "slice, gibbs",                FLY_Z_GIBBS,    0,   0, FLY_K_SLICE, 0, 0, 0 },
+  { "slice, implicit (fixed)",     FLY_Z_IMPLICIT, 0.1, 1, FLY_K_SLICE, 0, 0, 0 },
+  { "hmc, regular",                FLY_Z_REGULAR,  0,   0, FLY_K_HMC,  0, 0, 0 },
+  { "hmc, gibbs",                  FLY_Z_GIBBS,    0,   0, FLY_K_HMC,  0, 0, 0 },
+  { "hmc, implicit (fixed)",       FLY_Z_IMPLICIT, 0.1, 1, FLY_K_HMC,  0, 0, 0 },
+  { "nuts, regular",               FLY_Z_REGULAR,  0,   0, FLY_K_NUTS, 0, 0, 0 },
+  { "nuts, gibbs",                 FLY_Z_GIBBS,    0,   0, FLY_K_NUTS, 0, 0, 0 },
+  { "nuts, implicit (fixed)",      FLY_Z_IMPLICIT, 0.1, 1, FLY_K_NUTS, 0, 0, 0 },
+  /* a bright floor of 0.3 (docs/design.md §20): every bound times 0.7 */
+  { "gibbs, floor 0.3",            FLY_Z_GIBBS,    0,   0, FLY_K_MH,   0, 0, 0.3 },
+  { "nuts, explicit, floor 0.3",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_NUTS, 0, 0, 0.3 },
+  { "mala, implicit, floor 0.3",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MALA, 0, 0, 0.3 },
 };
 
 int main(int argc, char **argv)

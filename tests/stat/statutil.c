@@ -78,6 +78,7 @@ int64_t st_sample(const char *dbp, const st_mode *m, int64_t iters, int64_t warm
   c.bounds_fixed = m->fixed;
   c.kernel = m->kernel;
   c.theta_steps = m->theta_steps;
+  if( m->bright_floor != 0 ) c.bright_floor = m->bright_floor > 0 ? m->bright_floor : 0.0;
   if( ckpt_every > 0 ) c.checkpoint_every = ckpt_every;
   if( fly_run_sample(dbp, &c, NULL, &res, &err) == FLY_OK ) return res.run_id;
   printf("# %s: %s (%s)\n", m->name, err.msg, fly_rc_str(err.code));

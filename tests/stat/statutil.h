@@ -42,6 +42,8 @@ typedef struct st_mode {
   int64_t     theta_steps;
   int64_t     iters;        /* iterations (warm-up: a quarter) instead of the
                                test's, for kernels that need fewer; 0: the test's */
+  double      bright_floor; /* 0: the library's automatic floor; > 0 this
+                               floor; < 0 none (--bright-floor 0) */
 } st_mode;
 
 /* Ingest csv into a new database dbp (fly_ingest).  1 on success; on
