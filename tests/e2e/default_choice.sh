@@ -18,20 +18,21 @@ PAIR=$E2E/../../datasets/fmnist-pair/fmnist_pair.csv
 draws() { q "$1" "SELECT chain, iter, idx, value FROM draw WHERE run_id = $2" | md5sum; }
 conf() { q "$1" "SELECT value FROM run_config WHERE run_id = $2 AND key = '$3'"; }
 
-# The pair: full-data NUTS
+# The pair: full-data NUTS (pilots of 25 + 50 iterations: 40 + 40 gave
+# pilots too short to tell FlyMC with NUTS from full-data NUTS here)
 db=pair.db
 expect 0 "$FLYDB" ingest "$PAIR" --db $db
-expect 0 "$FLYDB" sample --db $db --iters 40 --warmup 40 --seed 11
+expect 0 "$FLYDB" sample --db $db --iters 100 --warmup 100 --seed 11
 grep -q "^default: full-data NUTS" "$T/err" "$T/out" ||
   fail "no choice message: $(cat "$T/err")"
 eq "pair: chosen z and sampler" "$(q $db "SELECT z_mode, sampler FROM run WHERE id = 1")" \
    "$(printf 'regular\tnuts')"
 choice=$(conf $db 1 choice)
 case $choice in "default: full-data NUTS"*) ;; *) fail "pair: choice line '$choice'" ;; esac
-expect 0 "$FLYDB" sample --db $db --iters 40 --warmup 40 --seed 11 --quiet
+expect 0 "$FLYDB" sample --db $db --iters 100 --warmup 100 --seed 11 --quiet
 eq "pair: the same choice again" "$(conf $db 2 choice)" "$choice"
 eq "pair: the same draws again" "$(draws $db 2)" "$(draws $db 1)"
-expect 0 "$FLYDB" sample --db $db --iters 40 --warmup 40 --seed 11 --quiet --regular --sampler nuts
+expect 0 "$FLYDB" sample --db $db --iters 100 --warmup 100 --seed 11 --quiet --regular --sampler nuts
 eq "pair: forced --regular --sampler nuts, no choice" "$(conf $db 3 choice)" ""
 eq "pair: forced NUTS draws = chosen NUTS draws" "$(draws $db 3)" "$(draws $db 1)"
 ok "the pair chooses full-data NUTS, reproducibly, with the draws of a forced run"

@@ -21,12 +21,14 @@ TOY=$E2E/../../datasets/toy
 expect 0 "$FLYDB" ingest g.csv --db g.db
 expect 0 "$FLYDB" tune --db g.db
 
-# run SKETCH [MORE...]: one gibbs run without warm-up; prints its id
+# run SKETCH [MORE...]: one gibbs run; prints its id.  No bright floor:
+# the rows it makes bright at random are read whatever the sketch says,
+# and the reads the sketch saves are those of the thinned candidates.
 run() {
   local sk=$1
   shift
   expect 0 "$FLYDB" sample --db g.db --quiet --seed 9 --iters 1000 --warmup 500 \
-    --chains 2 --cache-mb 1 --sketch "$sk" "$@"
+    --chains 2 --cache-mb 1 --bright-floor 0 --sketch "$sk" "$@"
   q g.db "SELECT max(id) FROM run"
 }
 a=$(run off)
@@ -95,7 +97,7 @@ expect 0 "$FLYDB" ingest s.csv --db s.db
 expect 0 "$FLYDB" tune --db s.db --model softmax
 for sk in off on; do
   expect 0 "$FLYDB" sample --db s.db --model softmax --quiet --seed 9 --iters 600 \
-    --warmup 300 --chains 2 --cache-mb 1 --sketch $sk
+    --warmup 300 --chains 2 --cache-mb 1 --bright-floor 0 --sketch $sk
 done
 a=$(q s.db "SELECT min(id) FROM run")
 b=$(q s.db "SELECT max(id) FROM run")
