@@ -10,6 +10,10 @@
  * R does, so the normal scores of rank normalisation agree with posterior
  * to the last bit or two.
  *
+ * pt: Student's t distribution function from the same incomplete beta,
+ * I_x(nu/2, 1/2) of x = nu/(nu + t^2), for the predictive intervals of
+ * robust regression (flydb predict).
+ *
  * qbeta: used only by mcse_quantile, which needs the 16% and 84% points of
  * Beta(a, b) accurately enough to pick the same order statistic as R.  The
  * regularised incomplete beta I_x(a, b) is the continued fraction of
@@ -139,6 +143,24 @@ static double pbeta(double x, double a, double b, double lbeta, double *dens)
   *dens = exp(lf - log(x) - log1p(-x));
   if( x < (a + 1) / (a + b + 2) ) return pre * betacf(x, a, b) / a;
   return 1 - pre * betacf(1 - x, b, a) / b;
+}
+
+double fly_stats_lbeta(double a, double b)
+{
+  return lgam(a) + lgam(b) - lgam(a + b);
+}
+
+double fly_stats_pt(double t, double nu, double lbeta)
+{
+  double dens, t2 = t * t, tail;
+  if( isnan(t) ) return t;
+  if( isinf(t) ) return t > 0 ? 1 : 0;
+  /* P(|T| > |t|) = I_x(nu/2, 1/2), x = nu/(nu + t^2); for small t the
+   * complement I_{1-x}(1/2, nu/2), 1 - x = t^2/(nu + t^2) without
+   * cancellation */
+  if( t2 < nu ) tail = 1 - pbeta(t2 / (nu + t2), 0.5, nu / 2, lbeta, &dens);
+  else tail = pbeta(nu / (nu + t2), nu / 2, 0.5, lbeta, &dens);
+  return t > 0 ? 1 - tail / 2 : tail / 2;
 }
 
 double fly_stats_qbeta(double p, double a, double b)

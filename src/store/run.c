@@ -243,6 +243,34 @@ done:
 
 /* ---- finishing -------------------------------------------------------- */
 
+fly_rc fly_run_config_value(fly_db *db, int64_t run_id, const char *key,
+                            char *buf, size_t cap, int *found, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT value FROM run_config WHERE run_id = ?1 AND key = ?2",
+                             &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+  *found = 0;
+  if( cap ) buf[0] = 0;
+  int s = sqlite3_step(st);
+  if( s == SQLITE_ROW ){
+    const unsigned char *v = sqlite3_column_text(st, 0);
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    if( n >= cap )
+      rc = fly_fail(err, FLY_RANGE, "run %lld: run_config '%s' is longer than %zu bytes",
+                    (long long)run_id, key, cap - 1);
+    else{
+      memcpy(buf, v ? (const char *)v : "", n);
+      buf[n] = 0;
+      *found = 1;
+    }
+  }else if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "read run_config");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
                       const char *msg, double wall, double loop, fly_err *err)
 {

@@ -92,6 +92,13 @@ fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
 fly_rc fly_run_load(fly_db *db, int64_t run_id, fly_run_rec *r,
                     char status[FLY_RUN_NAME], fly_err *err);
 
+/* Run run_id's run_config value of option key (as the CLI spells it, e.g.
+ * "formula") into buf (cap bytes, NUL-terminated), *found 1; *found 0 and
+ * buf "" when the run has no such line.  FLY_RANGE if the value does not
+ * fit in cap bytes. */
+fly_rc fly_run_config_value(fly_db *db, int64_t run_id, const char *key,
+                            char *buf, size_t cap, int *found, fly_err *err);
+
 /* Set the status (and message, may be NULL) of run_id and add wall and
  * loop seconds to its totals; stamps finished_at. */
 fly_rc fly_run_finish(fly_db *db, int64_t run_id, const char *status,
