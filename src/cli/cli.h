@@ -23,6 +23,7 @@ int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
 int fly_cmd_loo(int argc, char **argv);      /* loo.c, compare.c */
 int fly_cmd_compare(int argc, char **argv);
+int fly_cmd_predict(int argc, char **argv);  /* predict.c */
 /* The options of loo and compare that say how a run's loo is computed
  * (FLY_CLI_LOO_OPTS in their tables), parsed by fly_cli_loo_opts (loo.c). */
 #define FLY_CLI_LOO_OPTS \

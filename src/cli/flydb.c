@@ -26,6 +26,7 @@ static const subcmd cmds[] = {
   { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
   { "loo",     fly_cmd_loo,     "PSIS-LOO of a run (subsampled on tall data), stored" },
   { "compare", fly_cmd_compare, "runs of the same rows ranked by elpd_loo (loo_compare)" },
+  { "predict", fly_cmd_predict, "predictions of a run for new rows, with held-out scores" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
   { "check",   fly_cmd_check,   "verify a database: SQLite, pages, statistics, bounds, runs" },
   { "version", fly_cmd_version, "versions of flydb, its schema and the libraries it runs with" },
