@@ -39,6 +39,11 @@
 #include "store/dataset.h"
 #include "store/run.h"
 #include "util/mem.h"
+#include "util/vmath.h"
+
+/* OpenBLAS's thread count, declared as run/run.c declares it: one thread,
+ * as for the chains (the blocks are small; threads would spin). */
+void openblas_set_num_threads(int);
 
 #define BLOCK_VALUES ((size_t)1 << 19)   /* eta doubles per block, at most */
 #define BLOCK_ROWS   512
@@ -270,21 +275,15 @@ static int push(double **a, size_t *n, size_t *cap, double v)
   return 0;
 }
 
-/* log (1/S) sum_s exp(l[s]) */
-static double log_mean_exp(const double *l, size_t S)
+/* log (1/S) sum_s exp(l[s]); w: S doubles of scratch */
+static double log_mean_exp(const double *l, size_t S, double *w)
 {
   double m = l[0];
   for(size_t s = 1; s < S; s++) if( l[s] > m ) m = l[s];
   if( !isfinite(m) ) return m;
-  double t = 0;
-  for(size_t s = 0; s < S; s++) t += exp(l[s] - m);
-  return m + log(t) - log((double)S);
-}
-
-/* log(1 + e^x) without overflow */
-static double softplus(double x)
-{
-  return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+  for(size_t s = 0; s < S; s++) w[s] = l[s] - m;
+  fly_vexp(w, w, S);
+  return m + log(fly_vsum(w, S)) - log((double)S);
 }
 
 static void put_num(FILE *out, double v)
@@ -314,6 +313,7 @@ typedef struct job {
   fly_tmix tm;
   double q_lo, q_hi;           /* robust: standard t quantiles */
   double *X, *y, *eta, *v, *ll, *lse;
+  fly_qws *qw;
   int64_t *row;
   FILE  *out;
 } job;
@@ -330,15 +330,12 @@ static fly_rc block(job *J, size_t nb, int has_target, scores *sc, fly_err *err)
     fprintf(out, "%lld", (long long)J->row[i]);
     if( J->kind == 0 ){
       const double *e = J->eta + i * S;
-      long double t = 0;
-      for(size_t s = 0; s < S; s++){
-        double es = e[s];
-        J->v[s] = es >= 0 ? 1 / (1 + exp(-es)) : exp(es) / (1 + exp(es));
-        t += J->v[s];
-        if( has_target ) J->ll[s] = y == 1 ? -softplus(-es) : -softplus(es);
-      }
-      double mean = (double)(t / (long double)S), lo, hi;
-      fly_predict_quantile2(J->v, S, J->p_lo, J->p_hi, &lo, &hi);
+      /* from s = -eta: log sigma(-eta) = log(1 - p) and sigma(eta) = p */
+      for(size_t s = 0; s < S; s++) J->v[s] = -e[s];
+      fly_vlogsig_dsig(J->v, J->ll, J->v, S);
+      if( has_target && y == 1 ) for(size_t s = 0; s < S; s++) J->ll[s] += e[s];
+      double mean = fly_vsum(J->v, S) / (double)S, lo, hi;
+      fly_predict_quantile2(J->qw, J->v, S, J->p_lo, J->p_hi, &lo, &hi);
       put_num(out, mean);
       put_num(out, lo);
       put_num(out, hi);
@@ -362,14 +359,11 @@ static fly_rc block(job *J, size_t nb, int has_target, scores *sc, fly_err *err)
       size_t best = 0;
       double pbest = -1;
       for(size_t k = 0; k < K; k++){
-        long double t = 0;
         const double *e = J->eta + (k * J->B + i) * S;
-        for(size_t s = 0; s < S; s++){
-          J->v[s] = exp(e[s] - J->lse[s]);
-          t += J->v[s];
-        }
-        double mean = (double)(t / (long double)S), lo, hi;
-        fly_predict_quantile2(J->v, S, J->p_lo, J->p_hi, &lo, &hi);
+        for(size_t s = 0; s < S; s++) J->v[s] = e[s] - J->lse[s];
+        fly_vexp(J->v, J->v, S);
+        double mean = fly_vsum(J->v, S) / (double)S, lo, hi;
+        fly_predict_quantile2(J->qw, J->v, S, J->p_lo, J->p_hi, &lo, &hi);
         put_num(out, mean);
         put_num(out, lo);
         put_num(out, hi);
@@ -382,12 +376,8 @@ static fly_rc block(job *J, size_t nb, int has_target, scores *sc, fly_err *err)
       if( has_target && best == (size_t)y ) sc->hits++;
     }else{
       const double *mu = J->eta + i * S;
-      long double t = 0;
-      for(size_t s = 0; s < S; s++){
-        t += mu[s];
-        if( has_target ) J->ll[s] = fly_tmix_logpdf(&J->tm, y, mu[s]);
-      }
-      double mean = (double)(t / (long double)S);
+      if( has_target ) for(size_t s = 0; s < S; s++) J->ll[s] = fly_tmix_logpdf(&J->tm, y, mu[s]);
+      double mean = fly_vsum(mu, S) / (double)S;
       put_num(out, mean);
       put_num(out, fly_tmix_quantile(&J->tm, mu, S, J->p_lo, J->q_lo));
       put_num(out, fly_tmix_quantile(&J->tm, mu, S, J->p_hi, J->q_hi));
@@ -395,7 +385,7 @@ static fly_rc block(job *J, size_t nb, int has_target, scores *sc, fly_err *err)
     }
     fputc('\n', out);
     if( has_target ){
-      double l = log_mean_exp(J->ll, S);
+      double l = log_mean_exp(J->ll, S, J->v);
       if( !isfinite(l) )
         return fly_fail(err, FLY_NUMERIC, "data row %lld: log predictive density %g",
                         (long long)J->row[i], l);
@@ -493,6 +483,7 @@ fly_rc fly_predict_run(fly_db *db, int64_t run_id, const char *path, FILE *out,
   if( !(o->level > 0 && o->level < 1) )
     return fly_fail(err, FLY_MISUSE, "--level must be in (0, 1), not %g", o->level);
 
+  openblas_set_num_threads(1);
   int began = fly_db_read_begin(db);
   rc = fly_posterior_load(db, run_id, o->max_draws, 1, "predict", &p, err);
   if( !rc ) rc = layout_open(db, p.run_id, p.ds, p.m.D, &L, err);
@@ -536,6 +527,7 @@ fly_rc fly_predict_run(fly_db *db, int64_t run_id, const char *path, FILE *out,
     rc = fly_fail(err, FLY_NOMEM, "predict: buffers for %zu draws", J.S);
     goto done;
   }
+  if( (rc = fly_qws_new(J.S, &J.qw, err)) ) goto done;
   header(out, J.kind, L.d, J.K);
   int64_t n = 0;
   size_t nb = 0;
@@ -596,6 +588,7 @@ done:
   fly_free(J.v);
   fly_free(J.ll);
   fly_free(J.lse);
+  fly_qws_free(J.qw);
   fly_free(sc.pos);
   fly_free(sc.neg);
   layout_free(&L);

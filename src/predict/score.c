@@ -2,87 +2,174 @@
  * score.c -- type-7 quantiles by selection, t-mixture quantiles and the
  * exact AUC (score.h).
  *
- * Selection is Hoare partitioning around a median of three, iterated on the
- * side holding the wanted rank: expected 2-3 n comparisons.  The second
- * order statistic of an interpolated quantile is the minimum of the part
- * above the first.
+ * A type-7 quantile needs two adjacent order statistics.  They are found
+ * by a histogram of NB bins over the values' range (three branch-light
+ * passes and a sort of the few values in the wanted bins); when those
+ * bins hold too many values (ties, a spike), by a bounded heap of the
+ * values on the quantile's nearer side (n comparisons and O(m log(n/m)
+ * log m) heap steps for random order, m = min(r, n - r)).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "predict/score.h"
 #include "stats/stats.h"
-
-static void swap(double *a, double *b)
-{
-  double t = *a;
-  *a = *b;
-  *b = t;
-}
-
-/* Rearrange x[0..n) so that x[k] is the k-th smallest, those before it
- * <= it and those after >= it. */
-static void select_k(double *x, size_t n, size_t k)
-{
-  size_t lo = 0, hi = n - 1;
-  while( hi > lo ){
-    size_t mid = lo + (hi - lo) / 2;
-    if( x[mid] < x[lo] ) swap(&x[mid], &x[lo]);
-    if( x[hi] < x[lo] ) swap(&x[hi], &x[lo]);
-    if( x[hi] < x[mid] ) swap(&x[hi], &x[mid]);
-    double piv = x[mid];
-    size_t i = lo, j = hi;
-    while( i <= j ){
-      while( x[i] < piv ) i++;
-      while( x[j] > piv ) j--;
-      if( i <= j ){
-        swap(&x[i], &x[j]);
-        i++;
-        if( j == 0 ) break;
-        j--;
-      }
-    }
-    /* now x[lo..j] <= piv <= x[i..hi], and j < i */
-    if( k <= j ) hi = j;
-    else if( k >= i ) lo = i;
-    else return;
-  }
-}
-
-static double min_of(const double *x, size_t n)
-{
-  double m = x[0];
-  for(size_t i = 1; i < n; i++) if( x[i] < m ) m = x[i];
-  return m;
-}
-
-/* x(lo) and the interpolation with x(lo+1), x already arranged so that
- * x[lo-1] is the lo-th order statistic (1-based lo) */
-static double interp(const double *x, size_t n, double index, size_t lo)
-{
-  double q = x[lo - 1], h = index - (double)lo;
-  if( h > 0 && lo < n ){
-    double xh = min_of(x + lo, n - lo);
-    if( xh != q ) q = (1 - h) * q + h * xh;
-  }
-  return q;
-}
-
-void fly_predict_quantile2(double *x, size_t n, double p_lo, double p_hi,
-                           double *q_lo, double *q_hi)
-{
-  double ia = 1 + (double)(n - 1) * p_lo, ib = 1 + (double)(n - 1) * p_hi;
-  size_t la = (size_t)floor(ia), lb = (size_t)floor(ib);
-  select_k(x, n, la - 1);
-  *q_lo = interp(x, n, ia, la);
-  if( lb > la ) select_k(x + la, n - la, lb - la - 1);
-  *q_hi = interp(x, n, ib, lb);
-}
+#include "util/mem.h"
 
 static int cmp_dbl(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* Restore the max-heap property below node i of h[0..m). */
+static void sift_down(double *h, size_t m, size_t i)
+{
+  double v = h[i];
+  for(;;){
+    size_t c = 2 * i + 1;
+    if( c >= m ) break;
+    if( c + 1 < m && h[c + 1] > h[c] ) c++;
+    if( !(h[c] > v) ) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = v;
+}
+
+/* The order statistics x(r) and x(r+1) of x[0..n) (1-based, 1 <= r <= n;
+ * *b = *a when r == n): a max-heap of the r+1 smallest values, or of the
+ * negated n-r+1 largest, whichever is smaller (at most n/2 + 1 values in
+ * h); its top and the larger child of the top are the pair. */
+static void order_pair(const double *x, size_t n, size_t r, double *h, double *a, double *b)
+{
+  int low = r <= n - r;
+  size_t m = low ? r + 1 : n - r + 1;
+  double sg = low ? 1 : -1;
+  for(size_t i = 0; i < m; i++) h[i] = sg * x[i];
+  for(size_t i = m / 2; i-- > 0; ) sift_down(h, m, i);
+  for(size_t i = m; i < n; i++){
+    double v = sg * x[i];
+    if( v < h[0] ){
+      h[0] = v;
+      sift_down(h, m, 0);
+    }
+  }
+  double top = h[0], second = m >= 3 ? (h[1] > h[2] ? h[1] : h[2]) : m == 2 ? h[1] : h[0];
+  if( low ){ *a = second; *b = top; }
+  else{ *a = -top; *b = -second; }
+}
+
+#define NB 512          /* histogram bins */
+#define GMAX 256        /* values gathered from the wanted bins, at most */
+
+struct fly_qws {
+  size_t    n;
+  double   *heap;       /* n/2 + 2 */
+  uint16_t *bin;        /* n */
+  uint32_t  count[NB];
+  double    g[GMAX];
+};
+
+fly_rc fly_qws_new(size_t n, fly_qws **pw, fly_err *err)
+{
+  fly_qws *w = fly_alloc_array(1, sizeof *w);
+  *pw = NULL;
+  if( !w ) return fly_fail(err, FLY_NOMEM, "quantile workspace");
+  w->n = n;
+  w->heap = fly_alloc_array(n / 2 + 2, sizeof *w->heap);
+  w->bin = fly_alloc_array(n ? n : 1, sizeof *w->bin);
+  if( !w->heap || !w->bin ){
+    fly_qws_free(w);
+    return fly_fail(err, FLY_NOMEM, "quantile workspace of %zu values", n);
+  }
+  *pw = w;
+  return FLY_OK;
+}
+
+void fly_qws_free(fly_qws *w)
+{
+  if( !w ) return;
+  fly_free(w->heap);
+  fly_free(w->bin);
+  fly_free(w);
+}
+
+/* Order statistics x(r[j]) (1-based, each <= n) for j < 4, into o[j], by
+ * a histogram over [min, max]: a value's bin floor((x - min) * NB/(max -
+ * min)) is monotone in x (IEEE subtraction and multiplication are), so the
+ * wanted ranks fall in known bins whose values, gathered and sorted, hold
+ * them.  Returns 0, or -1 when those bins hold more than GMAX values (ties
+ * or a spike), the caller then using the heap. */
+static int hist_ranks(fly_qws *w, const double *x, size_t n, const size_t *r, double *o)
+{
+  double mn = x[0], mx = x[0];
+  for(size_t i = 1; i < n; i++){
+    mn = x[i] < mn ? x[i] : mn;
+    mx = x[i] > mx ? x[i] : mx;
+  }
+  if( !(mx > mn) ){
+    for(int j = 0; j < 4; j++) o[j] = mn;
+    return 0;
+  }
+  double sc = (double)NB / (mx - mn);
+  memset(w->count, 0, sizeof w->count);
+  for(size_t i = 0; i < n; i++){
+    size_t b = (size_t)((x[i] - mn) * sc);
+    b = b < NB ? b : NB - 1;
+    w->bin[i] = (uint16_t)b;
+    w->count[b]++;
+  }
+  /* the bin of each rank, and the values below it */
+  size_t wb[4], below[4];
+  for(int j = 0; j < 4; j++){
+    size_t c = 0, b = 0;
+    while( c + w->count[b] < r[j] ) c += w->count[b++];
+    wb[j] = b;
+    below[j] = c;
+  }
+  size_t ng = 0, first = wb[0];
+  for(int j = 1; j < 4; j++) if( wb[j] < first ) first = wb[j];
+  for(size_t i = 0; i < n; i++){
+    size_t b = w->bin[i];
+    if( b == wb[0] || b == wb[1] || b == wb[2] || b == wb[3] ){
+      if( ng == GMAX ) return -1;
+      w->g[ng++] = x[i];
+    }
+  }
+  qsort(w->g, ng, sizeof *w->g, cmp_dbl);
+  /* the gathered bins in order: rank r in bin b sits after the gathered
+   * values of the wanted bins below b */
+  for(int j = 0; j < 4; j++){
+    size_t before = 0;
+    for(size_t b = first; b < wb[j]; b++)
+      if( b == wb[0] || b == wb[1] || b == wb[2] || b == wb[3] ) before += w->count[b];
+    o[j] = w->g[before + (r[j] - below[j] - 1)];
+  }
+  return 0;
+}
+
+void fly_predict_quantile2(fly_qws *w, const double *x, size_t n, double p_lo,
+                           double p_hi, double *q_lo, double *q_hi)
+{
+  double idx[2] = { 1 + (double)(n - 1) * p_lo, 1 + (double)(n - 1) * p_hi };
+  size_t lo[2], r[4];
+  double o[4];
+  for(int k = 0; k < 2; k++){
+    lo[k] = (size_t)floor(idx[k]);
+    r[2 * k] = lo[k];
+    r[2 * k + 1] = lo[k] < n ? lo[k] + 1 : lo[k];
+  }
+  if( hist_ranks(w, x, n, r, o) )
+    for(int k = 0; k < 2; k++) order_pair(x, n, lo[k], w->heap, &o[2 * k], &o[2 * k + 1]);
+  double *q[2] = { q_lo, q_hi };
+  for(int k = 0; k < 2; k++){
+    double v = o[2 * k], g = idx[k] - (double)lo[k];
+    if( g > 0 && lo[k] < n && o[2 * k + 1] != v ) v = (1 - g) * v + g * o[2 * k + 1];
+    *q[k] = v;
+  }
 }
 
 double fly_predict_auc(double *pos, size_t n1, double *neg, size_t n0)

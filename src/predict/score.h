@@ -4,20 +4,27 @@
  * Student-t location mixture (the robust model's posterior predictive),
  * and the exact AUC.
  *
- * Includes only err.h-level headers; no allocation except where stated.
+ * No allocation but the quantile workspace's.
  */
 #ifndef FLY_PREDICT_SCORE_H
 #define FLY_PREDICT_SCORE_H
 
 #include <stddef.h>
 
-/* R's quantile(x, c(p_lo, p_hi), type = 7), 0 <= p_lo <= p_hi <= 1, of
- * x[0..n), n >= 1, without NaN: with index = 1 + (n - 1) p, lo =
+#include "util/err.h"
+
+/* Scratch for quantiles of up to n values. */
+typedef struct fly_qws fly_qws;
+fly_rc fly_qws_new(size_t n, fly_qws **pw, fly_err *err);   /* *pw NULL on failure */
+void   fly_qws_free(fly_qws *w);                            /* NULL: no-op */
+
+/* R's quantile(x, c(p_lo, p_hi), type = 7), 0 <= p_lo, p_hi <= 1, of
+ * x[0..n), 1 <= n <= w's n, without NaN: with index = 1 + (n - 1) p, lo =
  * floor(index), h = index - lo, the lo-th order statistic, or (1 - h)
- * x(lo) + h x(lo+1) when h > 0 and they differ.  x is permuted (two
- * selections: expected O(n), no sort). */
-void fly_predict_quantile2(double *x, size_t n, double p_lo, double p_hi,
-                           double *q_lo, double *q_hi);
+ * x(lo) + h x(lo+1) when h > 0 and they differ.  x is not changed.  Cost:
+ * O(n), no allocation. */
+void fly_predict_quantile2(fly_qws *w, const double *x, size_t n, double p_lo,
+                           double p_hi, double *q_lo, double *q_hi);
 
 /* The exact AUC of scores pos[0..n1) (class 1) against neg[0..n0) (class
  * 0): the Mann-Whitney statistic P(score of a positive > that of a
