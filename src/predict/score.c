@@ -196,6 +196,8 @@ void fly_tmix_init(fly_tmix *t, double nu, double sigma)
   t->sigma = sigma;
   t->lbeta = fly_stats_lbeta(nu / 2, 0.5);
   t->ldens = -t->lbeta - 0.5 * log(nu);
+  t->dens = exp(t->ldens);
+  t->inu = nu == floor(nu) && nu <= 64 ? (int)nu : 0;
 }
 
 double fly_tmix_logpdf(const fly_tmix *t, double y, double mu)
@@ -204,9 +206,15 @@ double fly_tmix_logpdf(const fly_tmix *t, double y, double mu)
   return t->ldens - log(t->sigma) - (t->nu + 1) / 2 * log1p(r * r / t->nu);
 }
 
-/* the standard t density */
+/* the standard t density: c (nu/(nu + x^2))^((nu+1)/2), by products for
+ * integer nu */
 static double dt(const fly_tmix *t, double x)
 {
+  if( t->inu ){
+    double c2 = t->nu / (t->nu + x * x), v = t->inu % 2 ? 1 : sqrt(c2);
+    for(int k = 0; k < (t->inu + 1) / 2; k++) v *= c2;
+    return t->dens * v;
+  }
   return exp(t->ldens - (t->nu + 1) / 2 * log1p(x * x / t->nu));
 }
 

@@ -41,6 +41,8 @@ typedef struct fly_tmix {
   double lbeta;      /* log B(nu/2, 1/2) */
   double ldens;      /* log of the standard t density's constant:
                         -lbeta - log(nu)/2 */
+  double dens;       /* that constant */
+  int    inu;        /* nu when an integer <= 64 (products, no exp), else 0 */
 } fly_tmix;
 
 void   fly_tmix_init(fly_tmix *t, double nu, double sigma);
