@@ -5,7 +5,8 @@
 #    interval end to 1e-10, and the stored lpd, Brier, AUC, accuracy and
 #    RMSE: logistic with categorical columns, an interaction, a transform
 #    and --reference (all draws, and thinned by --draws); softmax with a
-#    categorical target and features (class columns named by label);
+#    categorical target and features (class columns named by label), and
+#    on numeric columns as stored (classes named 0..K-1);
 #    robust regression on columns as stored (the t mixture's quantiles);
 #  - standard input and a gzip file give the same bytes as the file; a
 #    rerun adds a prediction row; a file without the target predicts and
@@ -119,6 +120,16 @@ expect 0 "$FLYDB" sample --db $db --data rb --model robust --iters 300 --seed 3 
 expect 0 "$FLYDB" predict 3 rb_new.csv --db $db --out rb_p.csv --level 0.8
 out_has "rmse"
 rcheck $db 3 rb.csv rb_new.csv rb_p.csv 'y ~ x1 + x2' - 0.8 600
+
+# softmax on columns as stored: classes 0..K-1 name the columns
+head -n 1201 "$TOY/softmax.csv" >so.csv
+{ head -n 1 "$TOY/softmax.csv"; tail -n 200 "$TOY/softmax.csv"; } >so_new.csv
+expect 0 "$FLYDB" ingest so.csv --db $db
+expect 0 "$FLYDB" sample --db $db --data so --model softmax --iters 200 --seed 2 --quiet
+expect 0 "$FLYDB" predict 4 so_new.csv --db $db --out so_p.csv
+eq "numeric classes header" "$(head -n 1 so_p.csv)" \
+   "row,0,0_lower,0_upper,1,1_lower,1_upper,2,2_lower,2_upper"
+rcheck $db 4 so.csv so_new.csv so_p.csv 'y ~ x1 + x2' - 0.9 400
 
 # ---- bad input: named, nothing written --------------------------------------
 cp $db before.db
