@@ -32,8 +32,9 @@ int fly_cmd_compare(int argc, char **argv);
     "chains pooled, thinned evenly)", 0, 0 }, \
   { "seed", FLY_OPT_VALUE, "seed of the row subsample (default 1; the same seed " \
     "samples the same rows for every run of the data)", 0, 0 }, \
-  { "r-eff", FLY_OPT_VALUE, "relative efficiency of the draws, as loo's r_eff: sets " \
-    "the Pareto tail length (default 1)", 0, 0 }
+  { "r-eff", FLY_OPT_VALUE, "relative efficiency of the draws, as loo's r_eff, for " \
+    "every row: sets the Pareto tail length (default: each row's, estimated from the " \
+    "chains as loo::relative_eff)", 0, 0 }
 struct fly_loo_opts;
 fly_rc fly_cli_loo_opts(fly_args *a, struct fly_loo_opts *o, fly_err *err);
 
