@@ -22,6 +22,7 @@ int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
 int fly_cmd_loo(int argc, char **argv);      /* loo.c, compare.c */
+int fly_cmd_ppc(int argc, char **argv);
 int fly_cmd_compare(int argc, char **argv);
 /* The options of loo and compare that say how a run's loo is computed
  * (FLY_CLI_LOO_OPTS in their tables), parsed by fly_cli_loo_opts (loo.c). */
