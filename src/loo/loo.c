@@ -596,3 +596,80 @@ done:
   fly_free(e);
   return rc;
 }
+
+/* ---- flydb check ---------------------------------------------------------- */
+
+void fly_loo_check(fly_db *db, fly_checker *ck, int64_t *n_results)
+{
+  sqlite3_stmt *st;
+  int s;
+  *n_results = 0;
+  st = fly_check_prepare(db, ck,
+    "SELECT l.run_id, l.method = 'exact', l.n_rows, l.m, l.k_good, l.k_ok, l.k_bad, "
+    "  l.k_verybad, l.elpd_loo, l.p_loo, l.r_eff, l.r_eff_source = 'chains', "
+    "  (SELECT d.n_rows FROM run r JOIN dataset d ON d.id = r.dataset_id WHERE r.id = l.run_id), "
+    "  count(p.row), min(p.row), max(p.row), total(p.elpd_loo), total(abs(p.elpd_loo)), "
+    "  total(p.p_loo), total(abs(p.p_loo)), "
+    "  count(CASE WHEN p.pareto_k <= 0.5 THEN 1 END), "
+    "  count(CASE WHEN p.pareto_k > 0.5 AND p.pareto_k <= 0.7 THEN 1 END), "
+    "  count(CASE WHEN p.pareto_k > 0.7 AND p.pareto_k <= 1 THEN 1 END), "
+    "  avg(p.r_eff), count(CASE WHEN p.r_eff IS NOT NULL AND p.r_eff <> l.r_eff THEN 1 END), "
+    "  count(p.r_eff) "
+    "FROM loo l LEFT JOIN loo_point p ON p.run_id = l.run_id GROUP BY l.run_id ORDER BY l.run_id");
+  if( !st ) return;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t run = sqlite3_column_int64(st, 0);
+    int exact = sqlite3_column_int(st, 1), chains = sqlite3_column_int(st, 11);
+    int64_t N = sqlite3_column_int64(st, 2), m = sqlite3_column_int64(st, 3);
+    int64_t k[4], kp[3];
+    for(int i = 0; i < 4; i++) k[i] = sqlite3_column_int64(st, 4 + i);
+    double elpd = sqlite3_column_double(st, 8), p_loo = sqlite3_column_double(st, 9);
+    double r_eff = sqlite3_column_double(st, 10);
+    int64_t n_pt = sqlite3_column_int64(st, 13);
+    int64_t lo = sqlite3_column_int64(st, 14), hi = sqlite3_column_int64(st, 15);
+    for(int i = 0; i < 3; i++) kp[i] = sqlite3_column_int64(st, 20 + i);
+    (*n_results)++;
+    fly_check_scope(ck, "run %lld loo", (long long)run);
+    if( sqlite3_column_type(st, 12) == SQLITE_NULL )
+      fly_check_problem(ck, "a loo result of a run that does not exist");
+    else if( sqlite3_column_int64(st, 12) != N )
+      fly_check_problem(ck, "n_rows %lld, the run's data set has %lld rows", (long long)N,
+                        (long long)sqlite3_column_int64(st, 12));
+    if( exact != (m == N) )
+      fly_check_problem(ck, "method %s with m = %lld of %lld rows", exact ? "exact" : "subsample",
+                        (long long)m, (long long)N);
+    if( n_pt != m )
+      fly_check_problem(ck, "loo_point holds %lld rows; the header's m is %lld",
+                        (long long)n_pt, (long long)m);
+    if( n_pt && (lo < 0 || hi >= N) )
+      fly_check_problem(ck, "loo_point rows %lld..%lld outside the data set's 0..%lld",
+                        (long long)lo, (long long)hi, (long long)N - 1);
+    if( k[0] + k[1] + k[2] + k[3] != m )
+      fly_check_problem(ck, "Pareto k counts add up to %lld, not m = %lld",
+                        (long long)(k[0] + k[1] + k[2] + k[3]), (long long)m);
+    if( kp[0] != k[0] || kp[1] != k[1] || kp[2] != k[2] ||
+        n_pt - kp[0] - kp[1] - kp[2] != k[3] )
+      fly_check_problem(ck, "Pareto k counts %lld/%lld/%lld/%lld; loo_point's pareto_k give "
+                        "%lld/%lld/%lld/%lld", (long long)k[0], (long long)k[1], (long long)k[2],
+                        (long long)k[3], (long long)kp[0], (long long)kp[1], (long long)kp[2],
+                        (long long)(n_pt - kp[0] - kp[1] - kp[2]));
+    if( exact && n_pt == m ){
+      double se = sqlite3_column_double(st, 16), sa = sqlite3_column_double(st, 17);
+      double sp = sqlite3_column_double(st, 18), spa = sqlite3_column_double(st, 19);
+      if( !fly_check_close(elpd, se, sa) )
+        fly_check_problem(ck, "elpd_loo %.17g; its rows' values add up to %.17g", elpd, se);
+      if( !fly_check_close(p_loo, sp, spa) )
+        fly_check_problem(ck, "p_loo %.17g; its rows' values add up to %.17g", p_loo, sp);
+    }
+    if( chains && sqlite3_column_int64(st, 25) == n_pt && n_pt &&
+        !fly_check_close(r_eff, sqlite3_column_double(st, 23), 1) )
+      fly_check_problem(ck, "r_eff %.17g is not the mean of its rows' %.17g", r_eff,
+                        sqlite3_column_double(st, 23));
+    if( !chains && sqlite3_column_int64(st, 24) )
+      fly_check_problem(ck, "%lld rows have an r_eff other than the given %g",
+                        (long long)sqlite3_column_int64(st, 24), r_eff);
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "read loo");
+  sqlite3_finalize(st);
+  fly_check_scope(ck, "%s", "");
+}

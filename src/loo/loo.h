@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/check.h"
 #include "store/db.h"
 #include "util/err.h"
 
@@ -105,5 +106,14 @@ typedef struct fly_loo_diff {
  * source file; FLY_MISUSE otherwise, naming the runs.  out: K lines. */
 fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
                        const fly_loo_opts *o, fly_loo_diff *out, fly_err *err);
+
+/* flydb check of tables loo and loo_point: each result's run exists and
+ * modelled a data set of n_rows rows; loo_point holds m distinct rows within
+ * it (m = n_rows exactly when the method is exact); the Pareto k counts add
+ * up to m and agree with the rows' pareto_k; an exact result's elpd_loo and
+ * p_loo are its rows' sums; r_eff is the given value of every row, or the
+ * mean of its rows' estimates.  Problems are reported in scope "run <id>
+ * loo"; *n_results gets the number of results read. */
+void fly_loo_check(fly_db *db, fly_checker *ck, int64_t *n_results);
 
 #endif
