@@ -31,7 +31,7 @@ CREATE TABLE ppc (
   created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 );
 
--- One line of a check (docs/format.md, section 12):
+-- One line of a check (docs/format.md section 8):
 --  part 'calibration': bin of class `class` (logistic: 1, the event y = 1),
 --    rows with lo <= mean predicted probability < hi (the last bin closed):
 --    n rows, predicted = their mean predicted probability, observed = the

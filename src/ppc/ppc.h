@@ -1,6 +1,6 @@
 /*
  * ppc.h -- posterior predictive checks of a run on its own data, in one
- * streaming pass over the rows with memory flat in N (docs/design.md §14).
+ * streaming pass over the rows with memory flat in N (docs/design.md §18).
  *
  * The run's posterior is loo's (loo/post.h): M post-warm-up draws pooled
  * over the chains and thinned evenly, the model resolved from the run's
