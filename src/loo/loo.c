@@ -7,13 +7,13 @@
  * mean.  The rows stream through a cursor (post.h) in blocks of
  * FLY_ROWWISE rows, so each row's log-likelihood has the same bits
  * whatever block it shares (models/model.h), in this pass and in a
- * comparison's.  Sampled rows
- * wait in a buffer of B rows; a full buffer is evaluated at every draw
- * (S calls of at most FLY_ROWWISE rows each) into B S-vectors, each given
- * to PSIS, with its own r_eff estimated from the chains (loo/reff.h)
- * unless one is given.  The plpd sums over all N rows are accumulated around the first
- * row's value (the estimators are invariant under that shift) in long
- * double, so N = 10^8 rows lose nothing to cancellation.
+ * comparison's.  Sampled rows wait in a buffer of B rows; a full buffer
+ * is evaluated at every draw (S calls of at most FLY_ROWWISE rows each)
+ * into B S-vectors, each given to PSIS with its row's own r_eff,
+ * estimated from the chains (loo/reff.h) unless one is given.  The plpd
+ * sums over all N rows are accumulated around the first row's value (the
+ * estimators are invariant under that shift) in long double, so N = 10^8
+ * rows lose nothing to cancellation.
  *
  * Estimators (R's loo 2.5.1, srs_diff_est and srs_est), with a_i = plpd_i
  * over all rows, y_j = elpd_loo_j and e_j = y_j - a_j over the m sampled:
