@@ -25,6 +25,7 @@ static const subcmd cmds[] = {
   { "summary", fly_cmd_summary, "posterior table of a run: mean, sd, quantiles, ESS, R-hat" },
   { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
   { "loo",     fly_cmd_loo,     "PSIS-LOO of a run (subsampled on tall data), stored" },
+  { "ppc",     fly_cmd_ppc,     "posterior predictive checks of a run on its data, stored" },
   { "compare", fly_cmd_compare, "runs of the same rows ranked by elpd_loo (loo_compare)" },
   { "predict", fly_cmd_predict, "predictions of a run for new rows, with held-out scores" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
