@@ -2,9 +2,9 @@
  * loo.c -- PSIS-LOO of a run on tall data, stored, and the comparison of
  * runs by it (loo.h).
  *
- * A run's posterior (loo/post.h): its model resolved from the stored
+ * A run's posterior (run/posterior.h): its model resolved from the stored
  * settings, S draws pooled over the chains (evenly thinned) and their
- * mean.  The rows stream through a cursor (post.h) in blocks of
+ * mean.  The rows stream through a cursor (run/posterior.h) in blocks of
  * FLY_ROWWISE rows, so each row's log-likelihood has the same bits
  * whatever block it shares (models/model.h), in this pass and in a
  * comparison's.  Sampled rows wait in a buffer of B rows; a full buffer
@@ -28,7 +28,7 @@
 #include <time.h>
 
 #include "loo/loo.h"
-#include "loo/post.h"
+#include "run/posterior.h"
 #include "loo/reff.h"
 #include "loo/psis.h"
 #include "models/model.h"
@@ -91,7 +91,7 @@ static void diff_est(double N, long double s1, long double s2, double c,
 /* ---- one run ------------------------------------------------------------ */
 
 typedef struct pass {
-  const fly_post *p;
+  const fly_posterior *p;
   fly_psis_ws *ws;
   double *work, *Xb, *ll, *tmp;
   int64_t rows[BUF_ROWS];
@@ -106,7 +106,7 @@ typedef struct pass {
 /* Exact PSIS-LOO of the buffered rows, appended to pt. */
 static fly_rc flush(pass *ps, size_t W, fly_err *err)
 {
-  const fly_post *p = ps->p;
+  const fly_posterior *p = ps->p;
   size_t S = p->S;
   for(size_t s = 0; s < S; s++)
     for(size_t o = 0; o < ps->nb; o += FLY_ROWWISE){
@@ -215,10 +215,10 @@ done:
 }
 
 /* The loo of posterior p, stored. */
-static fly_rc run_post(fly_db *db, const fly_post *p, const fly_loo_opts *o,
+static fly_rc run_post(fly_db *db, const fly_posterior *p, const fly_loo_opts *o,
                        fly_loo_result *res, fly_err *err)
 {
-  fly_rows cu = {0};
+  fly_posterior_rows cu = {0};
   pass ps;
   double *X = NULL, *a = NULL, *y = NULL, *am = NULL, *e = NULL;
   double t0 = now();
@@ -228,7 +228,7 @@ static fly_rc run_post(fly_db *db, const fly_post *p, const fly_loo_opts *o,
   memset(&ps, 0, sizeof ps);
   ps.p = p;
   ps.r_eff = o->r_eff > 0 ? o->r_eff : 0;
-  if( (rc = fly_rows_open(db, p->ds, &cu, err)) ) goto done;
+  if( (rc = fly_posterior_rows_open(db, p->ds, &cu, err)) ) goto done;
   int64_t N = cu.N;
   size_t W = cu.W;
   if( (rc = rows_of(o, N, &m, err)) ) goto done;
@@ -253,7 +253,7 @@ static fly_rc run_post(fly_db *db, const fly_post *p, const fly_loo_opts *o,
   int began = fly_db_read_begin(db);
   for(;;){
     size_t n;
-    if( (rc = fly_rows_block(&cu, X, FLY_ROWWISE, &n, err)) ) break;
+    if( (rc = fly_posterior_rows_block(&cu, X, FLY_ROWWISE, &n, err)) ) break;
     if( n == 0 ) break;
     p->m.type->eval(&p->m, p->mean, X, W, NULL, n, a, NULL, ps.work);
     for(size_t j = 0; j < n; j++, r++){
@@ -333,7 +333,7 @@ static fly_rc run_post(fly_db *db, const fly_post *p, const fly_loo_opts *o,
   res->seconds = now() - t0;
   rc = store(db, res, ps.pt, ps.n_pt, err);
 done:
-  fly_rows_close(&cu);
+  fly_posterior_rows_close(&cu);
   fly_psis_ws_free(ps.ws);
   fly_reff_ws_free(ps.reff);
   fly_free(ps.work);
@@ -352,11 +352,11 @@ done:
 fly_rc fly_loo_run(fly_db *db, int64_t run_id, const fly_loo_opts *o,
                    fly_loo_result *res, fly_err *err)
 {
-  fly_post p;
-  fly_rc rc = fly_post_load(db, run_id, o->max_draws, "loo", &p, err);
+  fly_posterior p;
+  fly_rc rc = fly_posterior_load(db, run_id, o->max_draws, 2, "loo", &p, err);
   if( rc ) return rc;
   rc = run_post(db, &p, o, res, err);
-  fly_post_free(&p);
+  fly_posterior_free(&p);
   return rc;
 }
 
@@ -424,7 +424,7 @@ static fly_rc points_load(fly_db *db, int64_t run_id, point *pt, size_t m, fly_e
 
 /* Whether the data sets of runs a and b hold the same rows: the same data
  * set, or as many rows read from the same file. */
-static fly_rc same_rows(fly_db *db, const fly_post *a, const fly_post *b, fly_err *err)
+static fly_rc same_rows(fly_db *db, const fly_posterior *a, const fly_posterior *b, fly_err *err)
 {
   fly_dataset *da = NULL, *db_ = NULL;
   if( a->ds == b->ds ) return FLY_OK;
@@ -445,16 +445,16 @@ static fly_rc same_rows(fly_db *db, const fly_post *a, const fly_post *b, fly_er
 
 /* Pairwise sums over all rows of d = plpd_j - plpd_k (j < k): one pass with
  * a cursor per run.  d1, d2: K x K. */
-static fly_rc plpd_pairs(fly_db *db, const fly_post *p, size_t K, long double *d1,
+static fly_rc plpd_pairs(fly_db *db, const fly_posterior *p, size_t K, long double *d1,
                          long double *d2, fly_err *err)
 {
-  fly_rows cu[FLY_LOO_MAX_RUNS];
+  fly_posterior_rows cu[FLY_LOO_MAX_RUNS];
   double *X[FLY_LOO_MAX_RUNS] = {0}, *work[FLY_LOO_MAX_RUNS] = {0};
   double a[FLY_LOO_MAX_RUNS][FLY_ROWWISE];
   fly_rc rc = FLY_OK;
   memset(cu, 0, sizeof cu);
   for(size_t k = 0; k < K && !rc; k++){
-    if( (rc = fly_rows_open(db, p[k].ds, &cu[k], err)) ) break;
+    if( (rc = fly_posterior_rows_open(db, p[k].ds, &cu[k], err)) ) break;
     size_t wl = p[k].m.type->work_len(&p[k].m, FLY_ROWWISE);
     if( !(X[k] = fly_alloc_array(FLY_ROWWISE, cu[k].W * sizeof(double))) ||
         !(work[k] = fly_alloc_array(wl, sizeof(double))) )
@@ -465,7 +465,7 @@ static fly_rc plpd_pairs(fly_db *db, const fly_post *p, size_t K, long double *d
     size_t n0 = 0;
     for(size_t k = 0; k < K && !rc; k++){
       size_t n;
-      if( (rc = fly_rows_block(&cu[k], X[k], FLY_ROWWISE, &n, err)) ) break;
+      if( (rc = fly_posterior_rows_block(&cu[k], X[k], FLY_ROWWISE, &n, err)) ) break;
       if( k == 0 ) n0 = n;
       else if( n != n0 ) rc = fly_fail(err, FLY_CORRUPT, "compare: data sets end apart");
       p[k].m.type->eval(&p[k].m, p[k].mean, X[k], cu[k].W, NULL, n, a[k], NULL, work[k]);
@@ -481,7 +481,7 @@ static fly_rc plpd_pairs(fly_db *db, const fly_post *p, size_t K, long double *d
   }
   fly_db_read_end(db, began);
   for(size_t k = 0; k < K; k++){
-    fly_rows_close(&cu[k]);
+    fly_posterior_rows_close(&cu[k]);
     fly_free(X[k]);
     fly_free(work[k]);
   }
@@ -491,7 +491,7 @@ static fly_rc plpd_pairs(fly_db *db, const fly_post *p, size_t K, long double *d
 fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
                        const fly_loo_opts *o, fly_loo_diff *out, fly_err *err)
 {
-  fly_post p[FLY_LOO_MAX_RUNS];
+  fly_posterior p[FLY_LOO_MAX_RUNS];
   fly_loo_result r[FLY_LOO_MAX_RUNS];
   point *pt[FLY_LOO_MAX_RUNS] = {0};
   double *y = NULL, *am = NULL, *e = NULL;
@@ -504,7 +504,7 @@ fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
     return fly_fail(err, FLY_MISUSE, "compare takes 2 to %d runs, not %zu",
                     FLY_LOO_MAX_RUNS, K);
   for(size_t k = 0; k < K && !rc; k++){
-    rc = fly_post_load(db, ids[k], o->max_draws, "compare", &p[k], err);
+    rc = fly_posterior_load(db, ids[k], o->max_draws, 2, "compare", &p[k], err);
     for(size_t j = 0; j < k && !rc; j++)
       if( p[j].run_id == p[k].run_id )
         rc = fly_fail(err, FLY_MISUSE, "run %lld is named twice", (long long)p[k].run_id);
@@ -588,7 +588,7 @@ fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
     }
 done:
   for(size_t k = 0; k < K; k++){
-    fly_post_free(&p[k]);
+    fly_posterior_free(&p[k]);
     fly_free(pt[k]);
   }
   fly_free(y);

@@ -15,9 +15,9 @@
  *   rho(k) = 1 - (W - mean_c acov_c(k)) / var+, summed in pairs while a
  *   pair is positive, made monotone, tau = -1 + 2 sum rho, at least
  *   1/log10(C n);  r_eff = 1/tau.
- * Chains are the run's (post.h): with kept draws of unequal length each
- * chain contributes its first n = the shortest length (loo needs equal
- * lengths); chains with no kept draw are left out.  Fewer than 2 draws a
+ * Chains are the run's (run/posterior.h): with kept draws of unequal
+ * length each chain contributes its first n = the shortest length (loo
+ * needs equal lengths); chains with no kept draw are left out.  Fewer than 2 draws a
  * chain give r_eff = 1.
  */
 #ifndef FLY_REFF_H
@@ -30,7 +30,7 @@
 typedef struct fly_reff_ws fly_reff_ws;
 
 /* A workspace for draws laid out in C chains of chain_len[c] (in order,
- * draw-major as fly_post keeps them).  chain_len is copied.  FLY_NOMEM;
+ * draw-major as fly_posterior keeps them).  chain_len is copied.  FLY_NOMEM;
  * *pw NULL on failure. */
 fly_rc fly_reff_ws_new(const size_t *chain_len, size_t C, fly_reff_ws **pw,
                        fly_err *err);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "loo/post.h"
+#include "run/posterior.h"
 #include "ppc/ppc.h"
 #include "stats/stats.h"
 #include "util/mem.h"
@@ -129,7 +129,7 @@ static size_t bin_of(double p, size_t B)
 
 /* The rows of one block: n rows X, E (n x M Kp) scratch for the linear
  * predictors, then the probabilities in place.  u: M scratch. */
-static fly_rc classify_block(const fly_post *p, acc *a, const double *X, size_t W,
+static fly_rc classify_block(const fly_posterior *p, acc *a, const double *X, size_t W,
                              size_t n, double *E, double *pbar, double *u, fly_rng *rng,
                              int64_t row0, fly_err *err)
 {
@@ -194,7 +194,7 @@ static fly_rc classify_block(const fly_post *p, acc *a, const double *X, size_t 
   return FLY_OK;
 }
 
-static fly_rc residual_block(const fly_post *p, racc *r, const double *X, size_t W,
+static fly_rc residual_block(const fly_posterior *p, racc *r, const double *X, size_t W,
                              size_t n, int64_t row0, fly_err *err)
 {
   const fly_model *m = &p->m;
@@ -382,8 +382,8 @@ done:
 fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
                    fly_ppc_result *res, fly_err *err)
 {
-  fly_post p;
-  fly_rows cu;
+  fly_posterior p;
+  fly_posterior_rows cu;
   acc a;
   racc *r = NULL;
   double *X = NULL, *E = NULL, *pbar = NULL, *u = NULL;
@@ -397,7 +397,7 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
                     FLY_PPC_MAX_BINS);
   if( !(o->level > 0 && o->level < 1) )
     return fly_fail(err, FLY_RANGE, "--level %g: want a probability in (0, 1)", o->level);
-  if( (rc = fly_post_load(db, run_id, o->max_draws, "ppc", &p, err)) ) return rc;
+  if( (rc = fly_posterior_load(db, run_id, o->max_draws, 2, "ppc", &p, err)) ) return rc;
   const fly_model *m = &p.m;
   int softmax = m->type == &fly_model_softmax, robust = m->type == &fly_model_robust;
   if( !softmax && !robust && m->type != &fly_model_logistic ){
@@ -405,7 +405,7 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
                   (long long)p.run_id, m->type->name);
     goto done;
   }
-  if( (rc = fly_rows_open(db, p.ds, &cu, err)) ) goto done;
+  if( (rc = fly_posterior_rows_open(db, p.ds, &cu, err)) ) goto done;
   size_t W = cu.W, B = (size_t)o->bins, M = p.S, Kp = softmax ? m->K : 1;
   memset(res, 0, sizeof *res);
   res->run_id = p.run_id;
@@ -457,7 +457,7 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
   fly_rng_seed(&rng, o->seed, 0);
   for(;;){
     size_t n;
-    if( (rc = fly_rows_block(&cu, X, blk, &n, err)) || n == 0 ) break;
+    if( (rc = fly_posterior_rows_block(&cu, X, blk, &n, err)) || n == 0 ) break;
     rc = robust ? residual_block(&p, r, X, W, n, row, err)
                 : classify_block(&p, &a, X, W, n, E, pbar, u, &rng, row, err);
     if( rc ) break;
@@ -478,8 +478,8 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
 nomem:
   rc = fly_fail(err, FLY_NOMEM, "ppc of run %lld: buffers", (long long)p.run_id);
 done:
-  fly_rows_close(&cu);
-  fly_post_free(&p);
+  fly_posterior_rows_close(&cu);
+  fly_posterior_free(&p);
   fly_free(a.n);
   fly_free(a.sp);
   fly_free(a.sy);

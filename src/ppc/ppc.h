@@ -2,7 +2,7 @@
  * ppc.h -- posterior predictive checks of a run on its own data, in one
  * streaming pass over the rows with memory flat in N (docs/design.md §19).
  *
- * The run's posterior is loo's (loo/post.h): M post-warm-up draws pooled
+ * The run's posterior is loo's (run/posterior.h): M post-warm-up draws pooled
  * over the chains and thinned evenly, the model resolved from the run's
  * settings, the rows of the data set it modelled.
  *

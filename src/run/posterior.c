@@ -1,10 +1,11 @@
 /*
  * posterior.c -- a run's model and its evenly thinned, pooled post-warm-up
- * draws (posterior.h).
+ * draws, and its data set's rows in blocks (posterior.h).
  *
- * Each chain's post-warm-up draws are read in turn (one chain in memory)
- * and the kept ones copied draw-major.  The mean of the kept draws is
- * summed in long double.
+ * Each chain's post-warm-up draws are read in turn (one chain in memory,
+ * the longest chain's worth of scratch) and the kept ones copied
+ * draw-major.  The mean of the kept draws is summed in long double, in the
+ * draws' order.
  */
 #include <string.h>
 
@@ -19,6 +20,7 @@ void fly_posterior_free(fly_posterior *p)
 {
   fly_free(p->th);
   fly_free(p->mean);
+  fly_free(p->chain_len);
   memset(p, 0, sizeof *p);
 }
 
@@ -47,15 +49,18 @@ fly_rc fly_posterior_load(fly_db *db, int64_t run_id, int64_t max_draws,
     goto done;
   }
   size_t C = ri->n_chains, T = 0, cap = 0;
-  if( !(len = fly_alloc_array(C ? C : 1, sizeof *len)) ) goto nomem;
+  p->C = C;
+  if( !(len = fly_alloc_array(C ? C : 1, sizeof *len)) ||
+      !(p->chain_len = fly_alloc_array(C ? C : 1, sizeof *p->chain_len)) ) goto nomem;
   for(size_t c = 0; c < C; c++){
     if( (rc = fly_trace_chain_len(tr, c, NULL, &len[c], err)) ) goto done;
     T += len[c];
     if( len[c] > cap ) cap = len[c];
   }
-  if( T < min_draws || T == 0 ){
+  if( min_draws == 0 ) min_draws = 1;
+  if( T < min_draws ){
     rc = fly_fail(err, FLY_MISUSE, "run %lld has %zu post-warm-up draws; %s needs at least %zu",
-                  (long long)p->run_id, T, what, min_draws ? min_draws : 1);
+                  (long long)p->run_id, T, what, min_draws);
     goto done;
   }
   p->S = max_draws > 0 && (size_t)max_draws < T ? (size_t)max_draws : T;
@@ -70,6 +75,7 @@ fly_rc fly_posterior_load(fly_db *db, int64_t run_id, int64_t max_draws,
       size_t t = (size_t)((double)j * (double)T / (double)p->S);
       if( t >= t0 + n ) break;
       for(size_t k = 0; k < p->P; k++) p->th[j * p->P + k] = x[k * cap + (t - t0)];
+      p->chain_len[c]++;
     }
   }
   if( j < p->S ){
@@ -92,4 +98,49 @@ done:
   fly_free(len);
   fly_trace_reader_close(tr);
   return rc;
+}
+
+/* ---- rows in blocks ----------------------------------------------------- */
+
+void fly_posterior_rows_close(fly_posterior_rows *c)
+{
+  fly_pages_close(c->pg);
+  fly_free(c->page);
+  memset(c, 0, sizeof *c);
+}
+
+fly_rc fly_posterior_rows_open(fly_db *db, int64_t ds, fly_posterior_rows *c, fly_err *err)
+{
+  fly_rc rc;
+  memset(c, 0, sizeof *c);
+  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &c->pg, err)) ) return rc;
+  const fly_pages_info *in = fly_pages_info_of(c->pg);
+  c->N = in->n_rows;
+  c->W = in->width;
+  c->n_pages = in->n_pages;
+  if( !(c->page = fly_alloc_array((size_t)in->page_rows, c->W * sizeof(double))) ){
+    fly_posterior_rows_close(c);
+    return fly_fail(err, FLY_NOMEM, "a page of data set %lld", (long long)ds);
+  }
+  return FLY_OK;
+}
+
+fly_rc fly_posterior_rows_block(fly_posterior_rows *c, double *X, size_t want, size_t *got, fly_err *err)
+{
+  size_t n = 0;
+  fly_rc rc;
+  while( n < want ){
+    if( c->i == c->nr ){
+      if( c->page_no == c->n_pages ) break;
+      if( (rc = fly_pages_read_page(c->pg, c->page_no++, c->page, &c->nr, err)) ) return rc;
+      c->i = 0;
+      continue;
+    }
+    size_t k = c->nr - c->i < want - n ? c->nr - c->i : want - n;
+    memcpy(X + n * c->W, c->page + c->i * c->W, k * c->W * sizeof *X);
+    c->i += k;
+    n += k;
+  }
+  *got = n;
+  return FLY_OK;
 }
