@@ -22,6 +22,7 @@
  * row is inserted after the last output row, in one transaction.
  */
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -594,4 +595,69 @@ done:
   layout_free(&L);
   fly_posterior_free(&p);
   return rc;
+}
+
+/* ---- flydb check ---------------------------------------------------------- */
+
+/* What a score column must be: NULL, possibly NULL, or present. */
+enum { NONE, MAYBE, WANT };
+
+static void check_score(fly_checker *ck, sqlite3_stmt *st, int col, const char *name,
+                        int want, double lo, double hi)
+{
+  int null = sqlite3_column_type(st, col) == SQLITE_NULL;
+  double v = sqlite3_column_double(st, col);
+  if( null ){
+    if( want == WANT ) fly_check_problem(ck, "%s is NULL; the model's held-out scores have it", name);
+  }else if( want == NONE )
+    fly_check_problem(ck, "%s is %.17g; the model's held-out scores have none", name, v);
+  else if( !(v >= lo && v <= hi) )
+    fly_check_problem(ck, "%s is %.17g, outside [%g, %g]", name, v, lo, hi);
+}
+
+void fly_predict_check(fly_db *db, fly_checker *ck, int64_t *n_predictions)
+{
+  sqlite3_stmt *st;
+  int s;
+  *n_predictions = 0;
+  st = fly_check_prepare(db, ck,
+    "SELECT p.id, p.run_id, r.id, r.model, r.n_chains * r.n_iters, p.n_rows, p.n_draws, "
+    "  p.level, p.has_target, p.lpd, p.brier, p.auc, p.accuracy, p.rmse "
+    "FROM prediction p LEFT JOIN run r ON r.id = p.run_id ORDER BY p.id");
+  if( !st ) return;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t run = sqlite3_column_int64(st, 1);
+    const char *model = (const char *)sqlite3_column_text(st, 3);
+    int64_t n_rows = sqlite3_column_int64(st, 5), S = sqlite3_column_int64(st, 6);
+    double level = sqlite3_column_double(st, 7);
+    int64_t has = sqlite3_column_int64(st, 8);
+    (*n_predictions)++;
+    fly_check_scope(ck, "run %lld prediction %lld", (long long)run,
+                    (long long)sqlite3_column_int64(st, 0));
+    if( sqlite3_column_type(st, 2) == SQLITE_NULL ){
+      fly_check_problem(ck, "a prediction of a run that does not exist");
+      model = "";
+    }else if( S < 1 || S > sqlite3_column_int64(st, 4) )
+      fly_check_problem(ck, "n_draws %lld, the run has %lld post-warm-up iterations",
+                        (long long)S, (long long)sqlite3_column_int64(st, 4));
+    if( n_rows < 0 ) fly_check_problem(ck, "n_rows %lld", (long long)n_rows);
+    if( !(level > 0 && level < 1) ) fly_check_problem(ck, "level %.17g, not in (0, 1)", level);
+    if( has != 0 && has != 1 ){
+      fly_check_problem(ck, "has_target %lld, not 0 or 1", (long long)has);
+      continue;
+    }
+    /* the scores each model's target gives; without rows any may be NULL */
+    int lg = model && !strcmp(model, "logistic"), sm = model && !strcmp(model, "softmax");
+    int rb = model && !strcmp(model, "robust"), known = lg || sm || rb;
+    int w = !has ? NONE : !known || n_rows == 0 ? MAYBE : WANT;
+    int o = !has ? NONE : known ? NONE : MAYBE;
+    check_score(ck, st, 9, "lpd", w, -DBL_MAX, rb || !known ? DBL_MAX : 0);
+    check_score(ck, st, 10, "brier", lg || sm ? w : o, 0, sm ? 2 : 1);
+    check_score(ck, st, 11, "auc", lg ? (has ? MAYBE : NONE) : o, 0, 1);
+    check_score(ck, st, 12, "accuracy", sm ? w : o, 0, 1);
+    check_score(ck, st, 13, "rmse", rb ? w : o, 0, DBL_MAX);
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "read prediction");
+  sqlite3_finalize(st);
+  fly_check_scope(ck, "%s", "");
 }

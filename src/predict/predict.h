@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "store/check.h"
 #include "store/db.h"
 #include "util/err.h"
 
@@ -85,5 +86,16 @@ typedef struct fly_predict_result {
 fly_rc fly_predict_run(fly_db *db, int64_t run_id, const char *path, FILE *out,
                        const fly_predict_opts *o, fly_predict_result *res,
                        fly_err *err);
+
+/* flydb check of table prediction: each row's run exists; n_rows >= 0,
+ * 1 <= n_draws <= the run's chains x post-warm-up iterations, 0 < level
+ * < 1; without the target every score is NULL; with it (and rows) the
+ * scores of the run's model are present and no others (logistic: lpd,
+ * Brier, AUC (NULL with one class); softmax: lpd, Brier, accuracy;
+ * robust: lpd, RMSE), each in its range (lpd <= 0 for a discrete target,
+ * Brier in [0, 1] (softmax [0, 2]), AUC and accuracy in [0, 1], RMSE >=
+ * 0, all finite).  Problems are reported in scope "run <id> prediction
+ * <id>"; *n_predictions gets the number of rows read. */
+void fly_predict_check(fly_db *db, fly_checker *ck, int64_t *n_predictions);
 
 #endif

@@ -15,6 +15,8 @@
 #    level; a missing value; not a number; a bad target; a run of another
 #    data set) fails naming file, line, column and value, writes no --out
 #    file and leaves the database byte-identical;
+#  - flydb check finds a damaged prediction table (a score out of range,
+#    missing or not the model's, too many draws, a run that does not exist);
 #  - 10^6 rows predicted with a peak RSS under 100 MB.
 # The R checks skip when Rscript or RSQLite is missing; the rest always runs.
 . "$(dirname "$0")/lib.sh"
@@ -163,7 +165,30 @@ expect 2 "$FLYDB" predict --db $db
 expect 2 "$FLYDB" predict 1 lg_new.csv --db $db --level 1
 same_file $db before.db
 ok "bad input fails with its position and leaves the database byte-identical"
+
+# ---- flydb check of the prediction table --------------------------------------
 expect 0 "$FLYDB" check --db $db
+out_has "no problems found" "$(q $db "SELECT count(*) FROM prediction") predictions"
+lg1=$(q $db "SELECT min(id) FROM prediction WHERE run_id = 1 AND has_target")
+sm2=$(q $db "SELECT min(id) FROM prediction WHERE run_id = 2")
+rb3=$(q $db "SELECT min(id) FROM prediction WHERE run_id = 3")
+nt=$(q $db "SELECT min(id) FROM prediction WHERE NOT has_target")
+cp $db bad.db
+q bad.db "UPDATE prediction SET auc = 1.5, n_draws = 100000 WHERE id = $lg1;
+          UPDATE prediction SET rmse = 0.5 WHERE id = $sm2;
+          UPDATE prediction SET lpd = NULL WHERE id = $rb3;
+          UPDATE prediction SET brier = 0.25 WHERE id = $nt;
+          INSERT INTO prediction(run_id, source, n_rows, n_draws, level, has_target)
+            VALUES (99, 'x.csv', 1, 1, 0.9, 0)"
+expect 1 "$FLYDB" check --db bad.db
+out_has "run 1 prediction $lg1: auc is 1.5, outside [0, 1]" \
+  "run 1 prediction $lg1: n_draws 100000, the run has 600 post-warm-up iterations" \
+  "run 2 prediction $sm2: rmse is 0.5; the model's held-out scores have none" \
+  "run 3 prediction $rb3: lpd is NULL; the model's held-out scores have it" \
+  "run 1 prediction $nt: brier is 0.25; the model's held-out scores have none" \
+  "run 99 prediction" "a prediction of a run that does not exist" \
+  "table prediction, row id" "refers to a missing run row" "7 problems found"
+ok "flydb check finds a damaged prediction table"
 
 # ---- 10^6 rows in flat memory ----------------------------------------------
 if [ -x /usr/bin/time ]; then
