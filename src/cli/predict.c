@@ -6,8 +6,12 @@
  * in table prediction.
  *
  * --out is written to a temporary file beside it and renamed into place on
- * success, so a failure leaves no partial file.  The scores go to standard
+ * success, so a failure leaves no partial file.  Standard output is
+ * streamed, not buffered (memory stays flat in the rows): on a failure the
+ * rows before the failing one have been written there, and only the exit
+ * status and the message tell; --help says so.  The scores go to standard
  * output with --out, else to standard error (the predictions hold stdout).
+ * On any failure nothing is stored.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,14 +37,19 @@ static const char help_note[] =
   "are ignored); categorical cells must be levels of the run's data set.\n"
   "With the target column present: lpd (sum of log mean_s p(y|theta_s)),\n"
   "and Brier and AUC (logistic), accuracy and Brier (softmax) or RMSE\n"
-  "(robust), printed and stored in table prediction.\n";
+  "(robust), printed and stored in table prediction.\n"
+  "On an error (a bad cell names file:line:column) the exit status is 1 and\n"
+  "nothing is stored; with --out no file is created (written beside it and\n"
+  "renamed on success), while to standard output the rows before the failing\n"
+  "one have already been written: use --out, or check the exit status.\n";
 
 int fly_cmd_predict(int argc, char **argv)
 {
   fly_opt opts[] = {
     { "db", FLY_OPT_VALUE, "database file (default ./flydb.db)", 0, 0 },
-    { "out", FLY_OPT_VALUE, "write the predictions to this CSV file (default: standard "
-      "output)", 0, 0 },
+    { "out", FLY_OPT_VALUE, "write the predictions to this CSV file, created only on "
+      "success (default: standard output, streamed: on an error the rows before it stay "
+      "written)", 0, 0 },
     { "draws", FLY_OPT_VALUE, "posterior draws used, at most (default 4000; chains pooled, "
       "thinned evenly)", 0, 0 },
     { "level", FLY_OPT_VALUE, "probability of the central interval (default 0.9): R's type-7 "

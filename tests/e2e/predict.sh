@@ -14,7 +14,8 @@
 #  - bad input (a missing column, i.e. another data set's file; an unseen
 #    level; a missing value; not a number; a bad target; a run of another
 #    data set) fails naming file, line, column and value, writes no --out
-#    file and leaves the database byte-identical;
+#    file and leaves the database byte-identical (to stdout: only a prefix
+#    of the good rows' output, as --help says);
 #  - flydb check finds a damaged prediction table (a score out of range,
 #    missing or not the model's, too many draws, a run that does not exist);
 #  - 10^6 rows predicted with a peak RSS under 100 MB.
@@ -147,6 +148,11 @@ bad 1 sm_new.csv "sm_new.csv:1: no column 'color'"           # another data set'
 bad 2 lg_new.csv "lg_new.csv:1: no column 'g'"               # a run of another data set
 sed '5s/,red,/,purple,/;5s/,blue,/,purple,/;5s/,green,/,purple,/' lg_new.csv >unseen.csv
 bad 1 unseen.csv "unseen.csv:5:4: column 'color': level 'purple' is not one of the 3 levels"
+expect 1 "$FLYDB" predict 1 unseen.csv --db $db       # to stdout: streamed, as --help says
+err_has "unseen.csv:5:4: column 'color'"
+head -c "$(wc -c <"$T/out")" lg_p.csv | cmp -s - "$T/out" ||
+  fail "a failing prediction to stdout wrote other than a prefix of the good rows' output"
+same_file $db before.db
 sed '7s/^\("a, b"\),[^,]*,/\1,,/' lg_new.csv >empty.csv
 bad 1 empty.csv "empty.csv:7:2: column 'x1' is missing"
 sed '9s/,[^,]*$/,NA/' lg_new.csv >natarget.csv
