@@ -38,7 +38,8 @@ CREATE TABLE ppc (
 --    frequency of the class among them, band_lo/band_hi the band of the
 --    replicated frequency;
 --  part 'pit': rows whose PIT F_t((y - x'b)/sigma) lies in [lo, hi): n,
---    observed = n / n_rows, predicted = hi - lo;
+--    observed = n / n_rows, predicted = hi - lo, band_lo/band_hi the band
+--    of the replicated fraction;
 --  part 'qq': level lo, predicted = the Student-t quantile, observed = the
 --    residuals' quantile;
 --  part 'tail': two-sided level lo, predicted = lo, observed = the fraction
@@ -60,7 +61,8 @@ CREATE TABLE ppc_bin (
 
 -- The replicated count of a calibration bin at posterior draw `draw`
 -- (0-based among the n_draws used): rows of the bin whose replicated
--- target y_rep ~ p(y | theta_draw) is the class.
+-- target y_rep ~ p(y | theta_draw) is the class; of a residual check's PIT
+-- bin (class 0): rows whose replicated residual falls in the bin.
 CREATE TABLE ppc_rep (
   run_id INTEGER NOT NULL REFERENCES ppc(run_id) ON DELETE CASCADE,
   class  INTEGER NOT NULL,

@@ -48,14 +48,22 @@ static void print_calibration(const fly_ppc_result *r, const fly_ppc_bin *b, siz
 static void print_residual(const fly_ppc_result *r, const fly_ppc_bin *b, size_t n)
 {
   printf("run %lld: standardised residuals (y - x'b)/sigma at the posterior mean against "
-         "Student-t(%g), sigma %g, %lld rows, %lld draws\n\n", (long long)r->run_id, r->nu,
-         r->sigma, (long long)r->N, (long long)r->M);
-  printf("%-13s %12s %12s %10s %10s\n", "PIT bin", "n", "expected n", "observed", "expected");
+         "Student-t(%g), sigma %g, %lld rows, %lld draws, %.0f%% bands (seed %llu)\n\n",
+         (long long)r->run_id, r->nu, r->sigma, (long long)r->N, (long long)r->M,
+         100 * r->level, (unsigned long long)r->seed);
+  printf("%-13s %12s %12s %10s %10s %21s\n", "PIT bin", "n", "expected n", "observed",
+         "expected", "band of observed");
   for(size_t i = 0; i < n; i++)
-    if( b[i].part == FLY_PPC_PART_PIT )
-      printf("[%.2f, %.2f%c %12lld %12.1f %10.4f %10.4f\n", b[i].lo, b[i].hi,
-             b[i].bin + 1 == r->bins ? ']' : ')', (long long)b[i].n,
-             b[i].predicted * (double)r->N, b[i].observed, b[i].predicted);
+    if( b[i].part == FLY_PPC_PART_PIT ){
+      int out = b[i].observed < b[i].band_lo || b[i].observed > b[i].band_hi;
+      printf("[%.2f, %.2f%c %12lld %12.1f %10.4f %10.4f   [%7.4f, %7.4f]%s\n", b[i].lo,
+             b[i].hi, b[i].bin + 1 == r->bins ? ']' : ')', (long long)b[i].n,
+             b[i].predicted * (double)r->N, b[i].observed, b[i].predicted, b[i].band_lo,
+             b[i].band_hi, out ? " *" : "");
+    }
+  printf("%lld of %lld PIT bins outside their %.0f%% band (*; about %.0f%% expected of a "
+         "model that fits)\n", (long long)r->n_outside, (long long)r->bins, 100 * r->level,
+         100 * (1 - r->level));
   printf("\n%-13s %12s %12s\n", "quantile", "t", "residual");
   for(size_t i = 0; i < n; i++)
     if( b[i].part == FLY_PPC_PART_QQ && (b[i].bin % 10 == 0 || b[i].bin == FLY_PPC_QQ - 1) )

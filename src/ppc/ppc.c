@@ -10,10 +10,15 @@
  * nothing.  The bands are the type-7 quantiles of the M replicated
  * frequencies, computed at the end from the counts.
  *
- * A residual check needs only the posterior mean bbar: each row's
+ * A residual check's table needs only the posterior mean bbar: each row's
  * residual is located among the t quantiles of the PIT bin edges and of
  * a fine grid of FINE cells by binary search (no t distribution function
- * is evaluated per row), and the grid's counts give the QQ points.
+ * is evaluated per row), and the grid's counts give the QQ points.  Its
+ * bands replicate, as a classifier's do: the block's M linear predictors
+ * per row by one dgemm, then per row and draw one Student-t variate
+ * (Bailey's polar method, uniforms from one stream in row and draw order)
+ * whose replicated residual is binned by the same binary search into the
+ * bin's M replicated counts.
  */
 #include <cblas.h>
 #include <math.h>
@@ -22,8 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "run/posterior.h"
 #include "ppc/ppc.h"
+#include "predict/score.h"
+#include "run/posterior.h"
 #include "stats/stats.h"
 #include "util/mem.h"
 #include "util/rng.h"
@@ -57,17 +63,16 @@ static double now(void)
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Student-t(nu) quantile from the incomplete beta's inverse:
- * P(|T| > t) = I_x(nu/2, 1/2) with x = nu/(nu + t^2). */
-static double qt(double p, double nu)
+/* A Student-t(nu) variate by Bailey's polar method (Math. Comp. 62, 1994):
+ * (U, V) uniform in the unit disc, W = U^2 + V^2, then U sqrt(nu (W^(-2/nu)
+ * - 1) / W) is t_nu exactly.  Two uniforms an attempt, pi/4 accepted. */
+static double rt(fly_rng *rng, double nu)
 {
-  if( p == 0.5 ) return 0;
-  if( p <= 0 ) return -INFINITY;
-  if( p >= 1 ) return INFINITY;
-  double a = 2 * (p < 0.5 ? p : 1 - p);
-  double x = fly_stats_qbeta(a, nu / 2, 0.5);
-  double t = sqrt(nu * (1 - x) / x);
-  return p < 0.5 ? -t : t;
+  for(;;){
+    double u = 2 * fly_rng_uniform(rng) - 1, v = 2 * fly_rng_uniform(rng) - 1;
+    double w = u * u + v * v;
+    if( w > 0 && w <= 1 ) return u * sqrt(nu * (pow(w, -2 / nu) - 1) / w);
+  }
 }
 
 /* Number of the n sorted edges e[] that are <= v: v's cell 0..n. */
@@ -107,7 +112,8 @@ typedef struct acc {            /* a classifier check's sums */
 } acc;
 
 typedef struct racc {           /* a residual check's counts */
-  size_t   B;
+  size_t   B, M;                /* PIT bins, draws */
+  int64_t *rep;                 /* B x M replicated counts of the PIT bins */
   double   pit_e[FLY_PPC_MAX_BINS];
   double   fine_e[FINE - 1];
   double   tail_q[FLY_PPC_TAILS];
@@ -194,16 +200,27 @@ static fly_rc classify_block(const fly_posterior *p, acc *a, const double *X, si
   return FLY_OK;
 }
 
+/* The rows of one block: n rows X, E (n x M) scratch for the linear
+ * predictors.  Replicated residual at draw s: (x'th_s + sigma t - x'bbar)
+ * / sigma, t ~ t_nu. */
 static fly_rc residual_block(const fly_posterior *p, racc *r, const double *X, size_t W,
-                             size_t n, int64_t row0, fly_err *err)
+                             size_t n, double *E, fly_rng *rng, int64_t row0, fly_err *err)
 {
   const fly_model *m = &p->m;
+  size_t D = m->D, M = r->M;
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)M, (int)D, 1.0,
+              X, (int)W, p->th, (int)D, 0.0, E, (int)M);
   for(size_t i = 0; i < n; i++){
-    const double *x = X + i * W;
-    double z = (x[m->tcol] - cblas_ddot((int)m->D, x, 1, p->mean, 1)) / m->scale;
+    const double *x = X + i * W, *e = E + i * M;
+    double mu = cblas_ddot((int)D, x, 1, p->mean, 1);
+    double z = (x[m->tcol] - mu) / m->scale;
     if( !isfinite(z) )
       return fly_fail(err, FLY_NUMERIC, "run %lld: standardised residual of data row %lld "
                       "is %g", (long long)p->run_id, (long long)(row0 + (int64_t)i) + 1, z);
+    for(size_t s = 0; s < M; s++){
+      double zr = (e[s] - mu) / m->scale + rt(rng, m->nu);
+      r->rep[cell_of(r->pit_e, r->B - 1, zr) * M + s]++;
+    }
     r->pit[cell_of(r->pit_e, r->B - 1, z)]++;
     r->fine[cell_of(r->fine_e, FINE - 1, z)]++;
     for(int t = 0; t < FLY_PPC_TAILS; t++) r->tail[t] += fabs(z) > r->tail_q[t];
@@ -219,6 +236,18 @@ static void bin_set(fly_ppc_bin *b, fly_ppc_part part, int64_t cls, int64_t bin,
                     double hi, int64_t n, double pred, double obs, double blo, double bhi)
 {
   *b = (fly_ppc_bin){ part, cls, bin, lo, hi, n, pred, obs, blo, bhi };
+}
+
+/* The band of a bin of n rows out of `of` (a calibration bin's n, or N for
+ * a PIT bin) from its M replicated counts: R's type-7 quantiles of
+ * rep[s]/of at (1 -+ level)/2.  f: M scratch. */
+static void band(const int64_t *rep, size_t M, double of, double level, double *f,
+                 double *lo, double *hi)
+{
+  for(size_t s = 0; s < M; s++) f[s] = (double)rep[s] / of;
+  qsort(f, M, sizeof *f, cmp_double);
+  *lo = quantile7(f, M, (1 - level) / 2);
+  *hi = quantile7(f, M, (1 + level) / 2);
 }
 
 /* The calibration lines and summaries from the sums. */
@@ -239,10 +268,7 @@ static fly_rc calib_lines(const acc *a, int softmax, double level, fly_ppc_resul
       if( n > 0 ){
         pred = (double)(a->sp[kb] / (long double)n);
         obs = (double)(a->sy[kb] / (long double)n);
-        for(size_t s = 0; s < M; s++) f[s] = (double)a->rep[kb * M + s] / (double)n;
-        qsort(f, M, sizeof *f, cmp_double);
-        blo = quantile7(f, M, (1 - level) / 2);
-        bhi = quantile7(f, M, (1 + level) / 2);
+        band(a->rep + kb * M, M, (double)n, level, f, &blo, &bhi);
         double d = fabs(obs - pred);
         ek += (double)n / (double)res->N * d;
         if( d > mce ) mce = d;
@@ -261,15 +287,26 @@ static fly_rc calib_lines(const acc *a, int softmax, double level, fly_ppc_resul
   return FLY_OK;
 }
 
-/* The residual lines: B PIT bins, FLY_PPC_QQ QQ points, the tails. */
-static size_t resid_lines(const racc *r, double nu, int64_t N, fly_ppc_bin *out)
+/* The residual lines: B PIT bins with their bands, FLY_PPC_QQ QQ points,
+ * the tails; and how many PIT bins lie outside their band. */
+static fly_rc resid_lines(const racc *r, const fly_tmix *tm, double level, fly_ppc_result *res,
+                          fly_ppc_bin *out, size_t *n_out, fly_err *err)
 {
   size_t B = r->B, o = 0;
-  double dN = (double)N;
-  for(size_t b = 0; b < B; b++)
+  double dN = (double)res->N;
+  double *f = fly_alloc_array(r->M, sizeof *f);
+  if( !f ) return fly_fail(err, FLY_NOMEM, "ppc bands");
+  res->n_outside = 0;
+  res->n_nonempty = 0;
+  for(size_t b = 0; b < B; b++){
+    double blo, bhi, obs = (double)r->pit[b] / dN;
+    band(r->rep + b * r->M, r->M, dN, level, f, &blo, &bhi);
+    res->n_nonempty += r->pit[b] > 0;
+    res->n_outside += obs < blo || obs > bhi;
     bin_set(&out[o++], FLY_PPC_PART_PIT, 0, (int64_t)b, (double)b / (double)B,
-            (double)(b + 1) / (double)B, r->pit[b], 1.0 / (double)B,
-            (double)r->pit[b] / dN, NAN, NAN);
+            (double)(b + 1) / (double)B, r->pit[b], 1.0 / (double)B, obs, blo, bhi);
+  }
+  fly_free(f);
   for(size_t j = 0; j < FLY_PPC_QQ; j++){
     double p = ((double)j + 0.5) / FLY_PPC_QQ, target = p * dN;
     int64_t below = 0;
@@ -278,13 +315,14 @@ static size_t resid_lines(const racc *r, double nu, int64_t N, fly_ppc_bin *out)
     double lo = c == 0 ? r->rmin : r->fine_e[c - 1];
     double hi = c == FINE - 1 ? r->rmax : r->fine_e[c];
     double frac = r->fine[c] ? (target - (double)below) / (double)r->fine[c] : 0;
-    bin_set(&out[o++], FLY_PPC_PART_QQ, 0, (int64_t)j, p, p, -1, qt(p, nu),
+    bin_set(&out[o++], FLY_PPC_PART_QQ, 0, (int64_t)j, p, p, -1, fly_tmix_qt(tm, p),
             lo + frac * (hi - lo), NAN, NAN);
   }
   for(int t = 0; t < FLY_PPC_TAILS; t++)
     bin_set(&out[o++], FLY_PPC_PART_TAIL, 0, t, tail_level[t], r->tail_q[t], r->tail[t],
             tail_level[t], (double)r->tail[t] / dN, NAN, NAN);
-  return o;
+  *n_out = o;
+  return FLY_OK;
 }
 
 static void bind_real(sqlite3_stmt *st, int i, double v)
@@ -299,8 +337,16 @@ static void bind_count(sqlite3_stmt *st, int i, int64_t v)
   else sqlite3_bind_null(st, i);
 }
 
+/* The replicated counts to store: K classes x B bins x M draws, class
+ * numbers cls(k) = k when K > 1, else cls1. */
+typedef struct reps {
+  const int64_t *n;
+  size_t         K, B, M;
+  int64_t        cls1;
+} reps;
+
 static fly_rc store(fly_db *db, const fly_ppc_result *r, const fly_ppc_bin *b, size_t nb,
-                    const acc *a, fly_err *err)
+                    const reps *a, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
   char sql[256];
@@ -352,7 +398,7 @@ static fly_rc store(fly_db *db, const fly_ppc_result *r, const fly_ppc_bin *b, s
   }
   sqlite3_finalize(st);
   st = NULL;
-  if( a ){
+  {
     if( (rc = fly_db_prepare(db, "INSERT INTO ppc_rep(run_id, class, bin, draw, n_rep) "
                              "VALUES (?,?,?,?,?)", &st, err)) ) goto done;
     for(size_t k = 0; k < a->K; k++)
@@ -360,10 +406,10 @@ static fly_rc store(fly_db *db, const fly_ppc_result *r, const fly_ppc_bin *b, s
         for(size_t s = 0; s < a->M; s++){
           sqlite3_reset(st);
           sqlite3_bind_int64(st, 1, r->run_id);
-          sqlite3_bind_int64(st, 2, a->K > 1 ? (int64_t)k : 1);
+          sqlite3_bind_int64(st, 2, a->K > 1 ? (int64_t)k : a->cls1);
           sqlite3_bind_int64(st, 3, (int64_t)bb);
           sqlite3_bind_int64(st, 4, (int64_t)s);
-          sqlite3_bind_int64(st, 5, a->rep[(k * a->B + bb) * a->M + s]);
+          sqlite3_bind_int64(st, 5, a->n[(k * a->B + bb) * a->M + s]);
           if( sqlite3_step(st) != SQLITE_DONE ){
             rc = fly_db_fail(db, err, "insert ppc_rep");
             goto done;
@@ -388,6 +434,7 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
   racc *r = NULL;
   double *X = NULL, *E = NULL, *pbar = NULL, *u = NULL;
   fly_ppc_bin *lines = NULL;
+  fly_tmix tm;
   double t0 = now();
   fly_rc rc;
   memset(&cu, 0, sizeof cu);
@@ -422,7 +469,6 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
   size_t blk = PRED_MAX / (M * Kp);
   if( blk < 1 ) blk = 1;
   if( blk > BLOCK_MAX ) blk = BLOCK_MAX;
-  if( robust ) blk = BLOCK_MAX;
   size_t n_lines = robust ? B + FLY_PPC_QQ + FLY_PPC_TAILS : (size_t)res->K * B;
   if( !(X = fly_alloc_array(blk, W * sizeof *X)) ||
       !(lines = fly_alloc_array(n_lines, sizeof *lines)) ) goto nomem;
@@ -434,11 +480,19 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
       goto nomem;
     }
     r->B = B;
+    r->M = M;
+    if( !(r->rep = fly_alloc_array(B, M * sizeof *r->rep)) ||
+        !(E = fly_alloc_array(blk, M * sizeof *E)) ){
+      fly_db_read_end(db, began);
+      goto nomem;
+    }
     res->nu = m->nu;
     res->sigma = m->scale;
-    for(size_t k = 1; k < B; k++) r->pit_e[k - 1] = qt((double)k / (double)B, m->nu);
-    for(size_t k = 1; k < FINE; k++) r->fine_e[k - 1] = qt((double)k / FINE, m->nu);
-    for(int t = 0; t < FLY_PPC_TAILS; t++) r->tail_q[t] = qt(1 - tail_level[t] / 2, m->nu);
+    fly_tmix_init(&tm, m->nu, 1);
+    for(size_t k = 1; k < B; k++) r->pit_e[k - 1] = fly_tmix_qt(&tm, (double)k / (double)B);
+    for(size_t k = 1; k < FINE; k++) r->fine_e[k - 1] = fly_tmix_qt(&tm, (double)k / FINE);
+    for(int t = 0; t < FLY_PPC_TAILS; t++)
+      r->tail_q[t] = fly_tmix_qt(&tm, 1 - tail_level[t] / 2);
   }else{
     a.K = (size_t)res->K;
     a.B = B;
@@ -458,7 +512,7 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
   for(;;){
     size_t n;
     if( (rc = fly_posterior_rows_block(&cu, X, blk, &n, err)) || n == 0 ) break;
-    rc = robust ? residual_block(&p, r, X, W, n, row, err)
+    rc = robust ? residual_block(&p, r, X, W, n, E, &rng, row, err)
                 : classify_block(&p, &a, X, W, n, E, pbar, u, &rng, row, err);
     if( rc ) break;
     row += (int64_t)n;
@@ -470,10 +524,12 @@ fly_rc fly_ppc_run(fly_db *db, int64_t run_id, const fly_ppc_opts *o,
                   (long long)row, (long long)cu.N);
     goto done;
   }
-  if( robust ) n_lines = resid_lines(r, m->nu, cu.N, lines);
-  else if( (rc = calib_lines(&a, softmax, o->level, res, lines, err)) ) goto done;
+  if( robust ) rc = resid_lines(r, &tm, o->level, res, lines, &n_lines, err);
+  else rc = calib_lines(&a, softmax, o->level, res, lines, err);
+  if( rc ) goto done;
   res->seconds = now() - t0;
-  rc = store(db, res, lines, n_lines, robust ? NULL : &a, err);
+  reps rp = robust ? (reps){ r->rep, 1, B, M, 0 } : (reps){ a.rep, a.K, B, M, 1 };
+  rc = store(db, res, lines, n_lines, &rp, err);
   goto done;
 nomem:
   rc = fly_fail(err, FLY_NOMEM, "ppc of run %lld: buffers", (long long)p.run_id);
@@ -484,6 +540,7 @@ done:
   fly_free(a.sp);
   fly_free(a.sy);
   fly_free(a.rep);
+  if( r ) fly_free(r->rep);
   fly_free(r);
   fly_free(X);
   fly_free(E);
@@ -629,7 +686,7 @@ void fly_ppc_check(fly_db *db, fly_checker *ck, int64_t *n_checks)
     else if( sqlite3_column_int64(st, 6) != N )
       fly_check_problem(ck, "n_rows %lld, the run's data set has %lld rows", (long long)N,
                         (long long)sqlite3_column_int64(st, 6));
-    int64_t want_cal = resid ? 0 : K * B, want_rep = resid ? 0 : K * B * M;
+    int64_t want_cal = resid ? 0 : K * B, want_rep = K * B * M;
     int64_t want_pit = resid ? B : 0, want_qq = resid ? FLY_PPC_QQ : 0;
     int64_t want_tail = resid ? FLY_PPC_TAILS : 0;
     if( n_cal != want_cal || n_pit != want_pit || n_qq != want_qq || n_tail != want_tail )
@@ -660,15 +717,16 @@ void fly_ppc_check(fly_db *db, fly_checker *ck, int64_t *n_checks)
     }
     /* a replicated count within its bin's rows */
     if( (q = fly_check_prepare(db, ck, "SELECT count(*) FROM ppc_rep r LEFT JOIN ppc_bin b "
-                               "ON b.run_id = r.run_id AND b.part = 'calibration' AND "
+                               "ON b.run_id = r.run_id AND b.part IN ('calibration', 'pit') AND "
                                "b.class = r.class AND b.bin = r.bin WHERE r.run_id = ? AND "
-                               "(b.n IS NULL OR r.n_rep < 0 OR r.n_rep > b.n OR r.draw < 0 "
-                               "OR r.draw >= ?)")) ){
+                               "(b.n IS NULL OR r.n_rep < 0 OR r.draw < 0 OR r.draw >= ? OR "
+                               "r.n_rep > CASE b.part WHEN 'pit' THEN ? ELSE b.n END)")) ){
       sqlite3_bind_int64(q, 1, run);
       sqlite3_bind_int64(q, 2, M);
+      sqlite3_bind_int64(q, 3, N);
       if( sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int64(q, 0) )
-        fly_check_problem(ck, "%lld replicated counts outside 0..n of their bin (or of no "
-                          "bin, or of a draw out of range)", (long long)sqlite3_column_int64(q, 0));
+        fly_check_problem(ck, "%lld replicated counts outside 0..n of their bin (a PIT "
+                          "bin's: 0..n_rows; or of no bin, or of a draw out of range)", (long long)sqlite3_column_int64(q, 0));
       sqlite3_finalize(q);
     }
   }

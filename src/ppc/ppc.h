@@ -25,13 +25,18 @@
  * posterior mean r_i = (y_i - x_i'bbar)/sigma (the posterior mean of the
  * residual, which is linear in the coefficients), its PIT
  * u_i = F_t(nu)(r_i) binned into `bins` equal bins (expected n = N/bins
- * each), the QQ points of the residuals against the Student-t at levels
+ * each) with a band for each bin's fraction: at each draw s every row gets
+ * y_rep ~ t_nu(x_i'th_s, sigma) (one seeded stream, rows and draws in
+ * order), its replicated residual (y_rep - x_i'bbar)/sigma is binned the
+ * same way, and the band is R's type-7 quantiles of the M replicated
+ * fractions at (1 -+ level)/2; the QQ points of the residuals against the Student-t at levels
  * (j - 1/2)/100 (from counts on a grid of 1000 t quantiles, linearly
  * interpolated within a cell), and the two-sided tails at 10%, 5% and 1%.
  *
  * Cost: N M D multiply-adds (softmax N M K D) and N M uniforms for a
- * classifier; N D for robust.  Memory: M x P draws, a block of rows and
- * their M predictions, K x bins x M replicated counts.
+ * classifier; N M D and N M t variates (about 2.5 uniforms each) for
+ * robust.  Memory: M x P draws, a block of rows and their M predictions,
+ * K x bins x M replicated counts.
  *
  * Storage (schema/012_ppc.sql): this module owns tables ppc, ppc_bin and
  * ppc_rep; a check replaces the run's previous one in one transaction.
@@ -109,8 +114,9 @@ const char *fly_ppc_part_name(fly_ppc_part p);
  * exists and modelled a data set of n_rows rows; its bins are those the
  * header counts (classes x bins calibration lines, bins PIT lines and
  * FLY_PPC_QQ + FLY_PPC_TAILS others for a residual check) whose n add up
- * to n_rows per class; ppc_rep holds classes x bins x n_draws counts, each
- * within 0..n of its bin.  Each problem is reported in scope "run <id>
+ * to n_rows per class; ppc_rep holds classes x bins x n_draws counts,
+ * each within 0..n of its calibration bin (a residual check's, of its PIT
+ * bins: within 0..n_rows).  Each problem is reported in scope "run <id>
  * ppc".  *n_checks gets the number of checks read. */
 void fly_ppc_check(fly_db *db, fly_checker *ck, int64_t *n_checks);
 

@@ -7,7 +7,9 @@
 #    exported draws and rows; the bands as type-7 quantiles of the stored
 #    replicated counts, and those counts against their Poisson-binomial law
 #    at each draw: tests/e2e/r/ppc_check.R);
-#  - the robust toy's residual table (PIT bins, QQ points, tails) against R;
+#  - the robust toy's residual table (PIT bins, QQ points, tails) against R,
+#    and its PIT bands as type-7 quantiles of the stored replicated counts,
+#    those counts against their Poisson-binomial law at each draw;
 #  - on 20000 rows simulated from a logistic model the observed frequencies
 #    lie inside their 90% bands in about 90% of 20 bins; with an omitted
 #    quadratic term or a complementary log-log link the check flags many;
@@ -131,7 +133,7 @@ expect 0 "$FLYDB" ingest "$TOY/robust.csv" --db $db
 expect 0 "$FLYDB" sample --db $db --model robust --scale 0.5 --iters 300 --seed 1 --quiet
 expect 0 "$FLYDB" ppc --db $db
 out_has "standardised residuals (y - x'b)/sigma at the posterior mean against Student-t(4), sigma 0.5" \
-  "PIT bin" "tail |r| >"
+  "PIT bin" "band of observed" "PIT bins outside their 90% band" "tail |r| >"
 eq "lines" "$(q $db "SELECT part, count(*), sum(n) FROM ppc_bin GROUP BY part ORDER BY part")" \
    "$(printf 'pit\t10\t2000\nqq\t100\t\ntail\t3\t%s' "$(q $db "SELECT sum(n) FROM ppc_bin WHERE part = 'tail'")")"
 "$FLYDB" dump --db $db --intercept >robust_rows.csv
@@ -140,6 +142,10 @@ expect 0 "$FLYDB" plot --db $db --out rpics --kind residuals
 svg_ok rpics/residuals_qq.svg
 svg_ok rpics/residuals_pit.svg
 expect 0 "$FLYDB" check --db $db
+cp $db bad.db
+q bad.db "UPDATE ppc_rep SET n_rep = 2001 WHERE run_id = 1 AND bin = 4 AND draw = 7"
+expect 1 "$FLYDB" check --db bad.db
+out_has "run 1 ppc: 1 replicated counts outside 0..n of their bin"
 
 # ---- coverage and miscalibration on 20000 rows --------------------------------
 # good: y ~ Bernoulli(logistic(0.5 + x1 - x2)); quad: logit 2 x1^2 - 1.5 + x2

@@ -14,7 +14,10 @@
 #    (class, bin, draw) has mean 0 and variance 1 (within 4.5 standard
 #    errors of each);
 # residual (robust): each PIT bin's count from pt() of the standardised
-#  residuals, the QQ points by the same definition (1e-8) and the tails.
+#  residuals, its band as the type-7 quantiles of the stored replicated
+#  counts over N (1e-12) and those counts against their Poisson-binomial
+#  law at each draw (as above), the QQ points by the same definition (1e-8)
+#  and the tails.
 # Exits non-zero with the differences printed when a check fails.
 suppressPackageStartupMessages(library(RSQLite))
 a <- commandArgs(trailingOnly = TRUE)
@@ -114,6 +117,38 @@ if (mode == "calibration") {
   pit <- bins[bins$part == "pit", ]
   check("PIT bin counts", pit$n, tabulate(pmin(floor(u * B), B - 1) + 1, B), 0)
   check("PIT expected fractions", pit$predicted, rep(1 / B, B))
+  # the PIT bands: type-7 quantiles of the stored replicated counts over N,
+  # and those counts distributed as the model says: at draw s the count of
+  # bin b is Poisson-binomial with q_i = P(d_is + T in bin b), T ~ t_nu,
+  # d_is = x_i'(th_s - bbar)/sigma
+  rep <- dbGetQuery(con, "SELECT class, bin, draw, n_rep FROM ppc_rep WHERE run_id = ?
+                          ORDER BY class, bin, draw", list(run))
+  check("ppc_rep holds bins x draws counts of class 0", c(nrow(rep), unique(rep$class)),
+        c(B * M, 0), 0)
+  lo <- hi <- numeric(B)
+  for (bb in 1:B) {
+    q <- quantile(rep$n_rep[rep$bin == bb - 1] / N, c((1 - hd$level) / 2, (1 + hd$level) / 2),
+                  names = FALSE)
+    lo[bb] <- q[1]; hi[bb] <- q[2]
+  }
+  check("PIT band lower ends (type-7 quantiles of ppc_rep)", pit$band_lo, lo, 1e-12)
+  check("PIT band upper ends", pit$band_hi, hi, 1e-12)
+  check("PIT bins outside their band", hd$n_outside,
+        sum(pit$observed < lo | pit$observed > hi), 0)
+  dl <- (X %*% t(th) - as.vector(X %*% colMeans(th))) / sigma      # N x M
+  edges <- c(-Inf, qt((1:(B - 1)) / B, nu), Inf)
+  zs <- c()
+  for (bb in 1:B) {
+    qb <- pt(edges[bb + 1] - dl, nu) - pt(edges[bb] - dl, nu)
+    zs <- c(zs, (rep$n_rep[rep$bin == bb - 1] - colSums(qb)) / sqrt(colSums(qb * (1 - qb))))
+  }
+  nz <- length(zs)
+  cat(sprintf("# replicated PIT counts: %d standardised, mean %.4f, variance %.4f\n",
+              nz, mean(zs), var(zs)))
+  check("replicated PIT counts: mean of z is 0 (4.5 SE)",
+        as.numeric(abs(mean(zs)) <= 4.5 / sqrt(nz)), 1, 0)
+  check("replicated PIT counts: variance of z is 1 (4.5 SE)",
+        as.numeric(abs(var(zs) - 1) <= 4.5 * sqrt(2 / nz)), 1, 0)
   # QQ: counts on the grid of 1000 t quantiles, interpolated within a cell
   G <- 1000
   e <- qt((1:(G - 1)) / G, nu)

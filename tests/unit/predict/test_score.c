@@ -4,7 +4,8 @@
  *    many ties, a constant vector, a spike that overfills the histogram's
  *    bins (the heap path), n from 1 to 4001 and probabilities 0 to 1;
  *  - the AUC against the O(n1 n0) pair count with ties as 1/2;
- *  - Student's t distribution function and quantile against R's pt/qt,
+ *  - Student's t distribution function and quantile against R's pt/qt
+ *    (the quantile also at every level flydb ppc takes, nu 1 to 30),
  *    and the t-mixture quantile: F(q) = p by a direct sum, a one-draw
  *    mixture is mu + sigma qt(p), and the result is R's value for a fixed
  *    mixture (uniroot to 1e-15 on mean(pt((x - mu)/sigma, nu))); pt for
@@ -146,6 +147,58 @@ int main(void)
          fly_tmix_qt(&t4, 0.95));
   TAP_OK(fabs(fly_tmix_qt(&t17, 0.05) + 3.30361514323793060) <= 1e-13, "qt(0.05, 1.7) %.17g",
          fly_tmix_qt(&t17, 0.05));
+  /* the quantiles flydb ppc takes (PIT bin edges k/B, its QQ grid's ends
+   * 1/1000 and 999/1000, two-sided tails 10%, 5%, 1%) against R's qt, with
+   * the Cauchy, a non-integer nu and a nearly normal one */
+  static const struct { double p, nu, q; } qtv[] = {
+    { 0.001, 1, -318.30883898555044 },
+    { 0.1, 1, -3.077683537175254 },
+    { 0.3, 1, -0.72654252800536101 },
+    { 0.5, 1, 0 },
+    { 0.7, 1, 0.72654252800536079 },
+    { 0.95, 1, 6.3137515146750376 },
+    { 0.975, 1, 12.706204736174694 },
+    { 0.995, 1, 63.656741162871526 },
+    { 0.999, 1, 318.30883898555015 },
+    { 0.001, 2.5, -13.822193110865999 },
+    { 0.1, 2.5, -1.7302509288071759 },
+    { 0.3, 2.5, -0.59730773825231553 },
+    { 0.5, 2.5, 0 },
+    { 0.7, 2.5, 0.59730773825231542 },
+    { 0.95, 2.5, 2.5582186141359453 },
+    { 0.975, 2.5, 3.5746548420036919 },
+    { 0.995, 2.5, 7.1637281389488026 },
+    { 0.999, 2.5, 13.822193110865999 },
+    { 0.001, 4, -7.1731822197823094 },
+    { 0.1, 4, -1.5332062740589427 },
+    { 0.3, 4, -0.56864906304970553 },
+    { 0.5, 4, 0 },
+    { 0.7, 4, 0.56864906304970531 },
+    { 0.95, 4, 2.131846786326649 },
+    { 0.975, 4, 2.7764451051977934 },
+    { 0.995, 4, 4.6040948713499921 },
+    { 0.999, 4, 7.1731822197823076 },
+    { 0.001, 30, -3.3851848668293054 },
+    { 0.1, 30, -1.3104150253913953 },
+    { 0.3, 30, -0.53001900390650458 },
+    { 0.5, 30, 0 },
+    { 0.7, 30, 0.53001900390650436 },
+    { 0.95, 30, 1.6972608865939569 },
+    { 0.975, 30, 2.0422724563012378 },
+    { 0.995, 30, 2.7499956535672254 },
+    { 0.999, 30, 3.3851848668293054 },
+  };
+  good = 1;
+  for(size_t i = 0; i < sizeof qtv / sizeof qtv[0]; i++){
+    fly_tmix ti;
+    fly_tmix_init(&ti, qtv[i].nu, 1);
+    double v = fly_tmix_qt(&ti, qtv[i].p);
+    if( !(fabs(v - qtv[i].q) <= 1e-13 * fmax(1, fabs(qtv[i].q))) ){
+      TAP_DIAG("qt(%g, %g) = %.17g, R %.17g", qtv[i].p, qtv[i].nu, v, qtv[i].q);
+      good = 0;
+    }
+  }
+  TAP_OK(good, "qt at ppc's levels for nu 1, 2.5, 4, 30 as R's (1e-13 relative)");
 
   fly_tmix m;
   fly_tmix_init(&m, 4, 0.7);
