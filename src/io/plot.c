@@ -24,7 +24,8 @@
  *                 as a bar and the diagonal of perfect calibration;
  *   residuals_qq.svg   the standardised residuals' quantiles against the
  *                 Student-t's, with the diagonal;
- *   residuals_pit.svg  the PIT histogram against its expected height.
+ *   residuals_pit.svg  the PIT histogram against its expected height, with
+ *                 the band of each bin's replicated fraction.
  *
  * A series of more than 2000 points is drawn as the minimum and maximum of
  * each of 1000 buckets (in the order they occur), which keeps every spike
@@ -885,13 +886,15 @@ static fly_rc resid_plots(plotter *pl, const fly_ppc_result *r, const fly_ppc_bi
   for(size_t i = 0; i < n; i++)
     if( b[i].part == FLY_PPC_PART_PIT ){
       top = fmax(top, fmax(b[i].observed, b[i].predicted));
+      if( isfinite(b[i].band_hi) ) top = fmax(top, b[i].band_hi);
       expect = b[i].predicted;
     }
   g.y1 = top > 0 ? 1.1 * top : 1;
   place(&g, 1, 0);
   snprintf(title, sizeof title, "PIT of the standardised residuals");
-  snprintf(sub, sizeof sub, "F_t(%g)(r) in %lld bins; dashed: the expected fraction %.4g",
-           r->nu, (long long)r->bins, expect);
+  snprintf(sub, sizeof sub, "F_t(%g)(r) in %lld bins; dashed: the expected fraction %.4g; "
+           "bars: %.0f%% band of the replicated fraction", r->nu, (long long)r->bins, expect,
+           100 * r->level);
   if( (rc = pic_path(pl, "residuals_pit.svg", path, err)) ) return rc;
   if( (rc = pic_open(path, &g, err)) ) return rc;
   pic_axes(&g, title, subs, 1, "PIT", "fraction of rows");
@@ -903,6 +906,10 @@ static fly_rc resid_plots(plotter *pl, const fly_ppc_result *r, const fly_ppc_bi
     plfill(4, bx, by);
     plcol0(C_CHAIN0);
     plline(4, bx, by);
+    if( isfinite(b[i].band_lo) && isfinite(b[i].band_hi) ){
+      plcol0(C_INK);
+      bar((b[i].lo + b[i].hi) / 2, b[i].band_lo, b[i].band_hi, (b[i].hi - b[i].lo) / 4);
+    }
   }
   plcol0(C_INK);
   pllsty(3);
