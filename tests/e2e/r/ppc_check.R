@@ -31,6 +31,16 @@ check <- function(what, got, want, tol = 1e-10) {
     bad <<- bad + 1
   } else cat(sprintf("ok - %s (%.2g)\n", what, d))
 }
+# Standardised replicated counts zs: mean 0 and variance 1 within 4.5
+# standard errors.
+zcheck <- function(what, zs) {
+  nz <- length(zs)
+  cat(sprintf("# %s: %d standardised, mean %.4f, variance %.4f\n", what, nz, mean(zs), var(zs)))
+  check(paste(what, ": mean of z is 0 (4.5 SE)", sep = ""),
+        as.numeric(abs(mean(zs)) <= 4.5 / sqrt(nz)), 1, 0)
+  check(paste(what, ": variance of z is 1 (4.5 SE)", sep = ""),
+        as.numeric(abs(var(zs) - 1) <= 4.5 * sqrt(2 / nz)), 1, 0)
+}
 
 con <- dbConnect(SQLite(), dbf)
 hd <- dbGetQuery(con, "SELECT * FROM ppc WHERE run_id = ?", list(run))
@@ -103,13 +113,7 @@ if (mode == "calibration") {
   acc <- if (K == 1) mean((pbar_all > 0.5) == (y == 1)) else
     mean(cls[max.col(pbar_all, ties.method = "first")] == y)
   check("accuracy", hd$accuracy, acc)
-  nz <- length(zs)
-  cat(sprintf("# replicated counts: %d standardised, mean %.4f, variance %.4f\n",
-              nz, mean(zs), var(zs)))
-  check("replicated counts: mean of z is 0 (4.5 SE)",
-        as.numeric(abs(mean(zs)) <= 4.5 / sqrt(nz)), 1, 0)
-  check("replicated counts: variance of z is 1 (4.5 SE)",
-        as.numeric(abs(var(zs) - 1) <= 4.5 * sqrt(2 / nz)), 1, 0)
+  zcheck("replicated counts", zs)
 } else {
   nu <- hd$nu; sigma <- hd$sigma
   r <- as.vector(y - X %*% colMeans(th)) / sigma
@@ -142,13 +146,7 @@ if (mode == "calibration") {
     qb <- pt(edges[bb + 1] - dl, nu) - pt(edges[bb] - dl, nu)
     zs <- c(zs, (rep$n_rep[rep$bin == bb - 1] - colSums(qb)) / sqrt(colSums(qb * (1 - qb))))
   }
-  nz <- length(zs)
-  cat(sprintf("# replicated PIT counts: %d standardised, mean %.4f, variance %.4f\n",
-              nz, mean(zs), var(zs)))
-  check("replicated PIT counts: mean of z is 0 (4.5 SE)",
-        as.numeric(abs(mean(zs)) <= 4.5 / sqrt(nz)), 1, 0)
-  check("replicated PIT counts: variance of z is 1 (4.5 SE)",
-        as.numeric(abs(var(zs) - 1) <= 4.5 * sqrt(2 / nz)), 1, 0)
+  zcheck("replicated PIT counts", zs)
   # QQ: counts on the grid of 1000 t quantiles, interpolated within a cell
   G <- 1000
   e <- qt((1:(G - 1)) / G, nu)
