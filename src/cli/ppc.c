@@ -83,7 +83,8 @@ int fly_cmd_ppc(int argc, char **argv)
       "residuals' PIT (default 10, at most 1000)", 0, 0 },
     { "draws", FLY_OPT_VALUE, "posterior draws used, at most (default 200; chains pooled, "
       "thinned evenly)", 0, 0 },
-    { "seed", FLY_OPT_VALUE, "seed of the replicated targets of the bands (default 1)", 0, 0 },
+    { "seed", FLY_OPT_VALUE, "seed of the replicated targets (robust: residuals) of the "
+      "bands (default 1)", 0, 0 },
     { "level", FLY_OPT_VALUE, "central probability of the bands (default 0.9)", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
