@@ -25,6 +25,10 @@
  *                           (io/plot.h)
  *   fly_loo_run()           a run's PSIS-LOO on tall data, stored, and
  *                           fly_loo_compare() of runs by it (loo/loo.h)
+ *   fly_predict_run()       a run's predictions for new rows and their
+ *                           held-out scores, stored (predict/predict.h)
+ *   fly_ppc_run()           a run's posterior predictive check on its data
+ *                           (calibration, residuals), stored (ppc/ppc.h)
  *   fly_dataset_load()      a data set's shape and column statistics
  *                           (store/dataset.h)
  *   fly_versions_get()      the run-time versions of SQLite, LZ4, xxHash and
@@ -62,5 +66,7 @@
 #include "io/export.h"
 #include "io/plot.h"
 #include "loo/loo.h"
+#include "predict/predict.h"
+#include "ppc/ppc.h"
 
 #endif

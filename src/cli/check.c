@@ -7,8 +7,10 @@
  * Each module checks its own tables, in this order: SQLite itself
  * (fly_db_check), the data sets (fly_dataset_check, whose pages go through
  * fly_pages_check), the bound sets (fly_bounds_check) and the runs
- * (fly_run_check, which has fly_trace_check check each run's trace); see
- * their headers for what each verifies.  What the store cannot judge comes
+ * (fly_run_check, which has fly_trace_check check each run's trace), then
+ * the runs' loo results (fly_loo_check), predictive checks
+ * (fly_ppc_check) and predictions (fly_predict_check); see their headers
+ * for what each verifies.  What the store cannot judge comes
  * from here: a checkpoint blob is parsed as the chain would (flymc/ckpt.h),
  * model and sampler names are looked up in their registries.  This file
  * prints: each problem as "<scope>: <what>", at most SHOW_MAX lines per
@@ -23,7 +25,10 @@
 #include "cli.h"
 #include "flymc/chain.h"
 #include "flymc/ckpt.h"
+#include "loo/loo.h"
 #include "models/model.h"
+#include "ppc/ppc.h"
+#include "predict/predict.h"
 #include "store/check.h"
 #include "store/dataset.h"
 #include "store/db.h"
@@ -101,7 +106,7 @@ static fly_rc run_check(const char *path, int quick, int64_t *n_problems,
   fly_db *db = NULL;
   fly_dataset_checked *ds = NULL;
   size_t n_ds = 0;
-  int64_t n_sets = 0, n_runs = 0;
+  int64_t n_sets = 0, n_runs = 0, n_loo = 0, n_ppc = 0, n_pred = 0;
   fly_rc rc;
 
   memset(&ck, 0, sizeof ck);
@@ -131,16 +136,27 @@ static fly_rc run_check(const char *path, int quick, int64_t *n_problems,
     fly_run_check_hooks h = { NULL, check_ckpt, model_known, sampler_known };
     rc = fly_run_check(db, ds, n_ds, &h, &ck, &n_runs, err);
   }
+  if( rc == FLY_OK ){
+    fly_loo_check(db, &ck, &n_loo);
+    fly_ppc_check(db, &ck, &n_ppc);
+    fly_predict_check(db, &ck, &n_pred);
+  }
   fly_db_check_end(db);
   scope_end(&pr);
   if( rc ) goto done;
 
-  if( ck.n_problems == 0 )
+  if( ck.n_problems == 0 ){
+    char extra[160] = "";
+    if( n_loo || n_ppc || n_pred )
+      snprintf(extra, sizeof extra, ", %lld loo result%s, %lld predictive check%s, "
+               "%lld prediction%s", (long long)n_loo, n_loo == 1 ? "" : "s",
+               (long long)n_ppc, n_ppc == 1 ? "" : "s", (long long)n_pred,
+               n_pred == 1 ? "" : "s");
     printf("%s: no problems found (%zu data set%s, %lld bound set%s, %lld "
-           "run%s%s)\n", path, n_ds, n_ds == 1 ? "" : "s", (long long)n_sets,
-           n_sets == 1 ? "" : "s", (long long)n_runs, n_runs == 1 ? "" : "s",
+           "run%s%s%s)\n", path, n_ds, n_ds == 1 ? "" : "s", (long long)n_sets,
+           n_sets == 1 ? "" : "s", (long long)n_runs, n_runs == 1 ? "" : "s", extra,
            quick ? "; quick: statistics and moments not recomputed" : "");
-  else
+  }else
     printf("%lld problem%s found\n", (long long)ck.n_problems,
            ck.n_problems == 1 ? "" : "s");
   if( fflush(stdout) != 0 || ferror(stdout) )

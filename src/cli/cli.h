@@ -22,7 +22,9 @@ int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
 int fly_cmd_loo(int argc, char **argv);      /* loo.c, compare.c */
+int fly_cmd_ppc(int argc, char **argv);
 int fly_cmd_compare(int argc, char **argv);
+int fly_cmd_predict(int argc, char **argv);  /* predict.c */
 /* The options of loo and compare that say how a run's loo is computed
  * (FLY_CLI_LOO_OPTS in their tables), parsed by fly_cli_loo_opts (loo.c). */
 #define FLY_CLI_LOO_OPTS \
@@ -32,8 +34,9 @@ int fly_cmd_compare(int argc, char **argv);
     "chains pooled, thinned evenly)", 0, 0 }, \
   { "seed", FLY_OPT_VALUE, "seed of the row subsample (default 1; the same seed " \
     "samples the same rows for every run of the data)", 0, 0 }, \
-  { "r-eff", FLY_OPT_VALUE, "relative efficiency of the draws, as loo's r_eff: sets " \
-    "the Pareto tail length (default 1)", 0, 0 }
+  { "r-eff", FLY_OPT_VALUE, "relative efficiency of the draws, as loo's r_eff, for " \
+    "every row: sets the Pareto tail length (default: each row's, estimated from the " \
+    "chains as loo::relative_eff)", 0, 0 }
 struct fly_loo_opts;
 fly_rc fly_cli_loo_opts(fly_args *a, struct fly_loo_opts *o, fly_err *err);
 

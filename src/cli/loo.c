@@ -23,6 +23,7 @@ fly_rc fly_cli_loo_opts(fly_args *a, fly_loo_opts *o, fly_err *err)
   if( (rc = fly_args_int(a, "draws", o->max_draws, 2, 1000000, &o->max_draws, err)) ) return rc;
   if( (rc = fly_args_int(a, "seed", 1, 0, INT64_MAX, &v, err)) ) return rc;
   o->seed = (uint64_t)v;
+  if( !fly_args_str(a, "r-eff", NULL) ) return FLY_OK;   /* 0: from the chains */
   return fly_args_real(a, "r-eff", 1, 1e-6, 1e6, &o->r_eff, err);
 }
 
@@ -40,6 +41,10 @@ static void print_result(const fly_loo_result *r)
   printf("%-10s %14.1f %12.1f\n", "p_loo", r->p_loo, r->p_loo_se);
   printf("%-10s %14.1f %12.1f %16.1f\n\n", "looic", r->looic, r->looic_se,
          2 * r->subsampling_se);
+  if( r->r_eff_chains )
+    printf("r_eff estimated from the chains for each row (mean %.3f)\n\n", r->r_eff);
+  else
+    printf("r_eff %g for every row (given)\n\n", r->r_eff);
   double m = (double)r->m;
   printf("Pareto k diagnostic values%s:\n", r->exact ? "" : " of the sampled rows");
   printf("  %-22s %10s %8s\n", "", "Count", "Pct.");

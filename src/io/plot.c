@@ -16,6 +16,16 @@
  * Per run, the panels of the FlyMC paper's Figure 4 (run_*.svg): the log
  * joint density, the bright count, likelihood evaluations and rows read,
  * each per iteration and chain.
+ * From the run's stored posterior predictive check (ppc/ppc.h), when it
+ * has one:
+ *   calibration.svg (softmax: calibration_class<k>.svg per class)
+ *                 each bin's observed frequency against its mean predicted
+ *                 probability, with the band of the replicated frequency
+ *                 as a bar and the diagonal of perfect calibration;
+ *   residuals_qq.svg   the standardised residuals' quantiles against the
+ *                 Student-t's, with the diagonal;
+ *   residuals_pit.svg  the PIT histogram against its expected height, with
+ *                 the band of each bin's replicated fraction.
  *
  * A series of more than 2000 points is drawn as the minimum and maximum of
  * each of 1000 buckets (in the order they occur), which keeps every spike
@@ -39,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ppc/ppc.h"
 #include "stats/stats.h"
 #include "store/trace.h"
 #include "util/mem.h"
@@ -70,6 +81,8 @@ typedef struct chain {        /* one chain's kept iterations, in order */
 } chain;
 
 typedef struct fly_plot {
+  fly_db              *db;    /* borrowed */
+  unsigned             kinds; /* FLY_PLOT_* drawn */
   fly_trace_reader    *tr;
   const fly_trace_run *ri;    /* borrowed from tr */
   const char          *dir;
@@ -767,14 +780,175 @@ static void html_head(plotter *pl)
              "%zu parameters; status ", ri->n_chains, ri->n_chains == 1 ? "" : "s",
           (long long)ri->n_iters, (long long)ri->n_warmup, (long long)ri->thin, ri->n_params);
   xml_escape(h, ri->status);
-  fprintf(h, ". Click a picture for the SVG file.</p>\n<p>Parameters:");
+  fprintf(h, ". Click a picture for the SVG file.</p>\n");
+  if( !(pl->kinds & FLY_PLOT_MCMC) ) return;
+  fprintf(h, "<p>Parameters:");
   for(size_t p = 0; p < ri->n_params; p++){
     fprintf(h, " <a href=\"#p%zu\">", p + 1);
     xml_escape(h, fly_trace_param_name(pl->tr, p));
     fprintf(h, "</a>");
   }
-  fprintf(h, "</p>\n<h2>Run: log joint, bright data, likelihood evaluations and rows read "
-             "per iteration</h2>\n<div>\n");
+  fprintf(h, "</p>\n");
+}
+
+/* ---- posterior predictive checks ---------------------------------------- */
+
+/* A bin's bar from lo to hi at x, with caps of half-width w. */
+static void bar(double x, double lo, double hi, double w)
+{
+  pljoin(x, lo, x, hi);
+  pljoin(x - w, lo, x + w, lo);
+  pljoin(x - w, hi, x + w, hi);
+}
+
+/* Calibration of class cls from the n lines b (calibration part). */
+static fly_rc calib_plot(plotter *pl, const fly_ppc_result *r, const fly_ppc_bin *b, size_t n,
+                         int64_t cls, fly_err *err)
+{
+  frame f = { 520, 0, 72, 0, 400, 400, 0, 1, 0, 1 };
+  char file[64], title[160], sub[256], path[PATH_CAP];
+  const char *subs[1] = { sub };
+  fly_rc rc;
+  place(&f, 1, 0);
+  if( r->K > 1 ){
+    snprintf(file, sizeof file, "calibration_class%lld.svg", (long long)cls);
+    snprintf(title, sizeof title, "Calibration of class %lld (one vs rest)", (long long)cls);
+  }else{
+    snprintf(file, sizeof file, "calibration.svg");
+    snprintf(title, sizeof title, "Calibration of P(y = 1)");
+  }
+  snprintf(sub, sizeof sub, "%lld rows in %lld bins, %lld draws; bars: %.0f%% band of the "
+           "replicated frequency", (long long)r->N, (long long)r->bins, (long long)r->M,
+           100 * r->level);
+  if( (rc = pic_path(pl, file, path, err)) ) return rc;
+  if( (rc = pic_open(path, &f, err)) ) return rc;
+  pic_axes(&f, title, subs, 1, "mean predicted probability", "observed frequency");
+  plcol0(C_GREY);
+  pllsty(3);
+  pljoin(0, 0, 1, 1);
+  pllsty(1);
+  double w = 0.25 / (double)r->bins;
+  for(size_t i = 0; i < n; i++){
+    if( b[i].part != FLY_PPC_PART_CAL || b[i].cls != cls || b[i].n <= 0 ) continue;
+    int out = b[i].observed < b[i].band_lo || b[i].observed > b[i].band_hi;
+    plcol0(C_CHAIN0);
+    plwidth(1.5);
+    bar(b[i].predicted, b[i].band_lo, b[i].band_hi, w);
+    plwidth(1);
+    plcol0(out ? C_CHAIN0 + 1 : C_INK);
+    plschr(0, 0.7);
+    plstring(1, &b[i].predicted, &b[i].observed, "\u25cf");
+    plschr(0, 1.0);
+  }
+  return pic_close(pl, path, file, &f, title, err);
+}
+
+/* QQ plot and PIT histogram of a residual check. */
+static fly_rc resid_plots(plotter *pl, const fly_ppc_result *r, const fly_ppc_bin *b, size_t n,
+                          fly_err *err)
+{
+  frame f = { 520, 0, 72, 0, 400, 400, 0, 1, 0, 1 };
+  char title[160], sub[256], path[PATH_CAP];
+  const char *subs[1] = { sub };
+  double lo = INFINITY, hi = -INFINITY;
+  size_t k = 0;
+  fly_rc rc;
+  for(size_t i = 0; i < n; i++)
+    if( b[i].part == FLY_PPC_PART_QQ && isfinite(b[i].predicted) && isfinite(b[i].observed) ){
+      lo = fmin(lo, fmin(b[i].predicted, b[i].observed));
+      hi = fmax(hi, fmax(b[i].predicted, b[i].observed));
+      pl->xs[k] = b[i].predicted;
+      pl->ys[k++] = b[i].observed;
+    }
+  place(&f, 1, 0);
+  pad_range(lo, hi, &f.x0, &f.x1);
+  f.y0 = f.x0;
+  f.y1 = f.x1;
+  snprintf(title, sizeof title, "Standardised residuals against Student-t(%g)", r->nu);
+  snprintf(sub, sizeof sub, "(y - x'b)/sigma at the posterior mean, sigma %g, %lld rows",
+           r->sigma, (long long)r->N);
+  if( (rc = pic_path(pl, "residuals_qq.svg", path, err)) ) return rc;
+  if( (rc = pic_open(path, &f, err)) ) return rc;
+  pic_axes(&f, title, subs, 1, "Student-t quantile", "residual quantile");
+  plcol0(C_GREY);
+  pllsty(3);
+  pljoin(f.x0, f.x0, f.x1, f.x1);
+  pllsty(1);
+  plcol0(C_CHAIN0);
+  plschr(0, 0.5);
+  for(size_t i = 0; i < k; i++) plstring(1, pl->xs + i, pl->ys + i, "\u25cf");
+  plschr(0, 1.0);
+  if( (rc = pic_close(pl, path, "residuals_qq.svg", &f, title, err)) ) return rc;
+
+  /* PIT histogram */
+  frame g = { 520, 0, 72, 0, 420, 250, 0, 1, 0, 1 };
+  double top = 0, expect = 0;
+  for(size_t i = 0; i < n; i++)
+    if( b[i].part == FLY_PPC_PART_PIT ){
+      top = fmax(top, fmax(b[i].observed, b[i].predicted));
+      if( isfinite(b[i].band_hi) ) top = fmax(top, b[i].band_hi);
+      expect = b[i].predicted;
+    }
+  g.y1 = top > 0 ? 1.1 * top : 1;
+  place(&g, 1, 0);
+  snprintf(title, sizeof title, "PIT of the standardised residuals");
+  snprintf(sub, sizeof sub, "F_t(%g)(r) in %lld bins; dashed: the expected fraction %.4g; "
+           "bars: %.0f%% band of the replicated fraction", r->nu, (long long)r->bins, expect,
+           100 * r->level);
+  if( (rc = pic_path(pl, "residuals_pit.svg", path, err)) ) return rc;
+  if( (rc = pic_open(path, &g, err)) ) return rc;
+  pic_axes(&g, title, subs, 1, "PIT", "fraction of rows");
+  for(size_t i = 0; i < n; i++){
+    if( b[i].part != FLY_PPC_PART_PIT ) continue;
+    double bx[4] = { b[i].lo, b[i].lo, b[i].hi, b[i].hi };
+    double by[4] = { 0, b[i].observed, b[i].observed, 0 };
+    plcol0(C_FILL);
+    plfill(4, bx, by);
+    plcol0(C_CHAIN0);
+    plline(4, bx, by);
+    if( isfinite(b[i].band_lo) && isfinite(b[i].band_hi) ){
+      plcol0(C_INK);
+      bar((b[i].lo + b[i].hi) / 2, b[i].band_lo, b[i].band_hi, (b[i].hi - b[i].lo) / 4);
+    }
+  }
+  plcol0(C_INK);
+  pllsty(3);
+  pljoin(0, expect, 1, expect);
+  pllsty(1);
+  return pic_close(pl, path, "residuals_pit.svg", &g, title, err);
+}
+
+/* The pictures of the run's stored predictive check that pl->kinds asks
+ * for; with FLY_PLOT_ALL none when the run has no check. */
+static fly_rc ppc_plots(plotter *pl, fly_err *err)
+{
+  fly_ppc_result r;
+  fly_ppc_bin *b = NULL;
+  size_t n = 0;
+  unsigned want = pl->kinds & (FLY_PLOT_CALIBRATION | FLY_PLOT_RESIDUALS);
+  if( !want ) return FLY_OK;
+  fly_rc rc = fly_ppc_load(pl->db, pl->ri->id, &r, &b, &n, err);
+  if( rc == FLY_RANGE && pl->kinds == FLY_PLOT_ALL ) return FLY_OK;
+  if( rc ) return rc;
+  unsigned have = r.kind == FLY_PPC_RESIDUAL ? FLY_PLOT_RESIDUALS : FLY_PLOT_CALIBRATION;
+  if( pl->kinds != FLY_PLOT_ALL && (want & ~have) ){
+    rc = fly_fail(err, FLY_RANGE, "run %lld's predictive check is a %s check, not %s",
+                  (long long)r.run_id, have == FLY_PLOT_RESIDUALS ? "residual" : "calibration",
+                  have == FLY_PLOT_RESIDUALS ? "calibration" : "residuals");
+    goto done;
+  }
+  if( have == FLY_PLOT_RESIDUALS ){
+    fprintf(pl->html, "<h2>Posterior predictive check: standardised residuals</h2>\n<div>\n");
+    rc = resid_plots(pl, &r, b, n, err);
+  }else{
+    fprintf(pl->html, "<h2>Posterior predictive check: calibration</h2>\n<div>\n");
+    for(int64_t k = r.K > 1 ? 0 : 1; k < (r.K > 1 ? r.K : 2) && !rc; k++)
+      rc = calib_plot(pl, &r, b, n, k, err);
+  }
+  fprintf(pl->html, "</div>\n");
+done:
+  fly_free(b);
+  return rc;
 }
 
 /* ---- the pictures ------------------------------------------------------- */
@@ -805,6 +979,13 @@ static fly_rc plot_all(plotter *pl, fly_err *err)
   if( (rc = fly_stats_ws_new(1, max_n, &pl->ws, err)) ) goto done;
 
   html_head(pl);
+  if( (rc = ppc_plots(pl, err)) ) goto done;
+  if( !(pl->kinds & FLY_PLOT_MCMC) ){
+    fprintf(pl->html, "</body></html>\n");
+    goto done;
+  }
+  fprintf(pl->html, "<h2>Run: log joint, bright data, likelihood evaluations and rows read "
+                    "per iteration</h2>\n<div>\n");
   if( (rc = trace_plot(pl, "run_lp.svg", V_LP, "Log joint density",
                        "log p(\u03b8, z | x) + const", err)) ) goto done;
   if( (rc = trace_plot(pl, "run_bright.svg", V_BRIGHT, "Bright data points",
@@ -888,6 +1069,7 @@ fly_rc fly_plot_open(fly_db *db, int64_t run_id, fly_plot **pp, fly_err *err)
   *pp = NULL;
   if( !pl ) return fly_fail(err, FLY_NOMEM, "plot");
   memset(pl, 0, sizeof *pl);
+  pl->db = db;
   if( (rc = fly_trace_reader_open(db, run_id, &pl->tr, err)) ) goto done;
   pl->ri = fly_trace_reader_run(pl->tr);
   if( pl->ri->n_chains > FLY_PLOT_MAX_CHAINS ){
@@ -907,12 +1089,16 @@ int64_t fly_plot_run_id(const fly_plot *pl)
   return pl->ri->id;
 }
 
-fly_rc fly_plot_write(fly_plot *pl, const char *dir, size_t *n_files, fly_err *err)
+fly_rc fly_plot_write(fly_plot *pl, const char *dir, unsigned kinds, size_t *n_files,
+                      fly_err *err)
 {
   char path[PATH_CAP], tmp[PATH_CAP + 8];
   fly_rc rc;
   *n_files = 0;
   if( pl->xs ) return fly_fail(err, FLY_MISUSE, "fly_plot_write: the run is plotted already");
+  if( !kinds || (kinds & ~(unsigned)FLY_PLOT_ALL) )
+    return fly_fail(err, FLY_MISUSE, "fly_plot_write: kinds %#x", kinds);
+  pl->kinds = kinds;
   pl->dir = dir;
   pl->n_files = 0;
   if( snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path )

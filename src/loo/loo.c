@@ -2,16 +2,18 @@
  * loo.c -- PSIS-LOO of a run on tall data, stored, and the comparison of
  * runs by it (loo.h).
  *
- * A run's posterior (post): its model resolved from the stored settings,
- * S draws pooled over the chains (evenly thinned) and their mean.  The
- * rows stream through a cursor in blocks of FLY_ROWWISE rows, so each
- * row's log-likelihood has the same bits whatever block it shares
- * (models/model.h), in this pass and in a comparison's.  Sampled rows
- * wait in a buffer of B rows; a full buffer is evaluated at every draw
- * (S calls of at most FLY_ROWWISE rows each) into B S-vectors, each given
- * to PSIS.  The plpd sums over all N rows are accumulated around the first
- * row's value (the estimators are invariant under that shift) in long
- * double, so N = 10^8 rows lose nothing to cancellation.
+ * A run's posterior (run/posterior.h): its model resolved from the stored
+ * settings, S draws pooled over the chains (evenly thinned) and their
+ * mean.  The rows stream through a cursor (run/posterior.h) in blocks of
+ * FLY_ROWWISE rows, so each row's log-likelihood has the same bits
+ * whatever block it shares (models/model.h), in this pass and in a
+ * comparison's.  Sampled rows wait in a buffer of B rows; a full buffer
+ * is evaluated at every draw (S calls of at most FLY_ROWWISE rows each)
+ * into B S-vectors, each given to PSIS with its row's own r_eff,
+ * estimated from the chains (loo/reff.h) unless one is given.  The plpd
+ * sums over all N rows are accumulated around the first row's value (the
+ * estimators are invariant under that shift) in long double, so N = 10^8
+ * rows lose nothing to cancellation.
  *
  * Estimators (R's loo 2.5.1, srs_diff_est and srs_est), with a_i = plpd_i
  * over all rows, y_j = elpd_loo_j and e_j = y_j - a_j over the m sampled:
@@ -26,14 +28,11 @@
 #include <time.h>
 
 #include "loo/loo.h"
+#include "run/posterior.h"
+#include "loo/reff.h"
 #include "loo/psis.h"
 #include "models/model.h"
-#include "run/config.h"
-#include "run/run.h"
 #include "store/dataset.h"
-#include "store/pages.h"
-#include "store/run.h"
-#include "store/trace.h"
 #include "util/mem.h"
 #include "util/rng.h"
 
@@ -44,158 +43,13 @@ void fly_loo_opts_default(fly_loo_opts *o)
   o->m = 0;
   o->max_draws = 4000;
   o->seed = 1;
-  o->r_eff = 1;
-}
-
-/* ---- a run's posterior -------------------------------------------------- */
-
-typedef struct post {
-  int64_t   run_id, ds;
-  fly_model m;
-  size_t    P, S;
-  double   *th;      /* S x P, draw-major */
-  double   *mean;    /* P */
-} post;
-
-static void post_free(post *p)
-{
-  fly_free(p->th);
-  fly_free(p->mean);
-  memset(p, 0, sizeof *p);
-}
-
-/* Load run_id's (0: latest) model and at most max_draws post-warm-up
- * draws, pooled over chains in chain order and thinned evenly. */
-static fly_rc post_load(fly_db *db, int64_t run_id, int64_t max_draws, post *p,
-                        fly_err *err)
-{
-  fly_trace_reader *tr = NULL;
-  double *x = NULL;
-  size_t *len = NULL;
-  fly_run_rec rec;
-  fly_run_cfg cfg;
-  fly_rc rc;
-  memset(p, 0, sizeof *p);
-  if( (rc = fly_trace_reader_open(db, run_id, &tr, err)) ) goto done;
-  const fly_trace_run *ri = fly_trace_reader_run(tr);
-  p->run_id = ri->id;
-  if( (rc = fly_run_load(db, p->run_id, &rec, NULL, err)) ) goto done;
-  p->ds = rec.dataset_id;
-  if( (rc = fly_run_cfg_from_rec(&rec, &cfg, err)) ) goto done;
-  if( (rc = fly_model_spec_resolve(&cfg.model, db, p->ds, &p->m, err)) ) goto done;
-  p->P = ri->n_params;
-  if( p->m.type->n_params(&p->m) != p->P ){
-    rc = fly_fail(err, FLY_CORRUPT, "run %lld: %zu parameters stored, its %s model has %zu",
-                  (long long)p->run_id, p->P, p->m.type->name, p->m.type->n_params(&p->m));
-    goto done;
-  }
-  size_t C = ri->n_chains, T = 0, cap = 0;
-  if( !(len = fly_alloc_array(C, sizeof *len)) ) goto nomem;
-  for(size_t c = 0; c < C; c++){
-    if( (rc = fly_trace_chain_len(tr, c, NULL, &len[c], err)) ) goto done;
-    T += len[c];
-    if( len[c] > cap ) cap = len[c];
-  }
-  if( T < 2 ){
-    rc = fly_fail(err, FLY_MISUSE, "run %lld has %zu post-warm-up draws; loo needs at least 2",
-                  (long long)p->run_id, T);
-    goto done;
-  }
-  p->S = max_draws > 0 && (size_t)max_draws < T ? (size_t)max_draws : T;
-  if( !(x = fly_alloc_array(cap, p->P * sizeof *x)) ||
-      !(p->th = fly_alloc_array(p->S, p->P * sizeof *p->th)) ||
-      !(p->mean = fly_alloc_array(p->P, sizeof *p->mean)) ) goto nomem;
-  /* Pooled draw t (chain order) is kept when it is floor(j T / S) for some
-   * j < S: the S kept are spread evenly over all chains. */
-  size_t t0 = 0, j = 0;
-  for(size_t c = 0; c < C && j < p->S; t0 += len[c], c++){
-    size_t n;
-    if( (rc = fly_trace_draws(tr, c, 0, p->P, ri->n_warmup, cap, x, NULL, &n, err)) ) goto done;
-    for(; j < p->S; j++){
-      size_t t = (size_t)((double)j * (double)T / (double)p->S);
-      if( t >= t0 + n ) break;
-      for(size_t k = 0; k < p->P; k++) p->th[j * p->P + k] = x[k * cap + (t - t0)];
-    }
-  }
-  if( j < p->S ){
-    rc = fly_fail(err, FLY_CORRUPT, "run %lld: draws missing from its stored chains",
-                  (long long)p->run_id);
-    goto done;
-  }
-  for(size_t k = 0; k < p->P; k++){
-    long double s = 0;
-    for(size_t i = 0; i < p->S; i++) s += p->th[i * p->P + k];
-    p->mean[k] = (double)(s / (long double)p->S);
-  }
-  rc = FLY_OK;
-  goto done;
-nomem:
-  rc = fly_fail(err, FLY_NOMEM, "run %lld: draws for loo", (long long)p->run_id);
-done:
-  if( rc ) post_free(p);
-  fly_free(x);
-  fly_free(len);
-  fly_trace_reader_close(tr);
-  return rc;
-}
-
-/* ---- rows in blocks ----------------------------------------------------- */
-
-typedef struct cursor {
-  fly_pages *pg;
-  int64_t    N, page_no, n_pages;
-  size_t     W, nr, i;   /* width; rows in the current page; next of them */
-  double    *page;
-} cursor;
-
-static void cur_close(cursor *c)
-{
-  fly_pages_close(c->pg);
-  fly_free(c->page);
-  memset(c, 0, sizeof *c);
-}
-
-static fly_rc cur_open(fly_db *db, int64_t ds, cursor *c, fly_err *err)
-{
-  fly_rc rc;
-  memset(c, 0, sizeof *c);
-  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &c->pg, err)) ) return rc;
-  const fly_pages_info *in = fly_pages_info_of(c->pg);
-  c->N = in->n_rows;
-  c->W = in->width;
-  c->n_pages = in->n_pages;
-  if( !(c->page = fly_alloc_array((size_t)in->page_rows, c->W * sizeof(double))) ){
-    cur_close(c);
-    return fly_fail(err, FLY_NOMEM, "a page of data set %lld", (long long)ds);
-  }
-  return FLY_OK;
-}
-
-/* Copy the next up to `want` rows into X; *got 0 at the end. */
-static fly_rc cur_block(cursor *c, double *X, size_t want, size_t *got, fly_err *err)
-{
-  size_t n = 0;
-  fly_rc rc;
-  while( n < want ){
-    if( c->i == c->nr ){
-      if( c->page_no == c->n_pages ) break;
-      if( (rc = fly_pages_read_page(c->pg, c->page_no++, c->page, &c->nr, err)) ) return rc;
-      c->i = 0;
-      continue;
-    }
-    size_t k = c->nr - c->i < want - n ? c->nr - c->i : want - n;
-    memcpy(X + n * c->W, c->page + c->i * c->W, k * c->W * sizeof *X);
-    c->i += k;
-    n += k;
-  }
-  *got = n;
-  return FLY_OK;
+  o->r_eff = 0;
 }
 
 /* ---- estimators --------------------------------------------------------- */
 
 /* A sampled row. */
-typedef struct point { int64_t row; double y, p, k, a; } point;
+typedef struct point { int64_t row; double y, p, k, a, r; } point;
 
 static double mean_of(const double *v, size_t n)
 {
@@ -237,7 +91,7 @@ static void diff_est(double N, long double s1, long double s2, double c,
 /* ---- one run ------------------------------------------------------------ */
 
 typedef struct pass {
-  const post *p;
+  const fly_posterior *p;
   fly_psis_ws *ws;
   double *work, *Xb, *ll, *tmp;
   int64_t rows[BUF_ROWS];
@@ -245,13 +99,14 @@ typedef struct pass {
   size_t  nb;
   point  *pt;
   size_t  n_pt;
-  double  r_eff;
+  double  r_eff;        /* given, or 0: each row's from its chains (reff) */
+  fly_reff_ws *reff;
 } pass;
 
 /* Exact PSIS-LOO of the buffered rows, appended to pt. */
 static fly_rc flush(pass *ps, size_t W, fly_err *err)
 {
-  const post *p = ps->p;
+  const fly_posterior *p = ps->p;
   size_t S = p->S;
   for(size_t s = 0; s < S; s++)
     for(size_t o = 0; o < ps->nb; o += FLY_ROWWISE){
@@ -267,14 +122,18 @@ static fly_rc flush(pass *ps, size_t W, fly_err *err)
         return fly_fail(err, FLY_NUMERIC, "run %lld: log-likelihood of data row %lld at "
                         "draw %zu is %g", (long long)p->run_id, (long long)ps->rows[j] + 1,
                         s + 1, l[s]);
+    double re = ps->r_eff;
+    fly_rc rc;
+    if( ps->reff && (rc = fly_reff_row(ps->reff, l, &re, err)) ) return rc;
     fly_psis_row r;
-    fly_psis_loo_row(ps->ws, l, S, ps->r_eff, &r);
+    fly_psis_loo_row(ps->ws, l, S, re, &r);
     point *q = &ps->pt[ps->n_pt++];
     q->row = ps->rows[j];
     q->y = r.elpd_loo;
     q->p = r.p_loo;
     q->k = r.pareto_k;
     q->a = ps->a[j];
+    q->r = re;
   }
   ps->nb = 0;
   return FLY_OK;
@@ -312,7 +171,8 @@ static fly_rc store(fly_db *db, const fly_loo_result *r, const point *pt, size_t
   if( (rc = fly_db_prepare(db, "INSERT INTO loo(run_id, method, n_rows, m, n_draws, seed, "
                            "r_eff, approximation, elpd_loo, se, subsampling_se, p_loo, "
                            "p_loo_se, looic, looic_se, k_good, k_ok, k_bad, k_verybad, "
-                           "seconds) VALUES (?,?,?,?,?,?,?,'plpd',?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "seconds, r_eff_source) VALUES (?,?,?,?,?,?,?,'plpd',?,?,?,?,?,?,?,"
+                           "?,?,?,?,?,?)",
                            &st, err)) ) goto done;
   sqlite3_bind_int64(st, 1, r->run_id);
   sqlite3_bind_text(st, 2, r->exact ? "exact" : "subsample", -1, SQLITE_STATIC);
@@ -327,11 +187,12 @@ static fly_rc store(fly_db *db, const fly_loo_result *r, const point *pt, size_t
   const int64_t k[] = { r->k_good, r->k_ok, r->k_bad, r->k_verybad };
   for(int i = 0; i < 4; i++) sqlite3_bind_int64(st, 15 + i, k[i]);
   sqlite3_bind_double(st, 19, r->seconds);
+  sqlite3_bind_text(st, 20, r->r_eff_chains ? "chains" : "given", -1, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "insert loo"); goto done; }
   sqlite3_finalize(st);
   st = NULL;
   if( (rc = fly_db_prepare(db, "INSERT INTO loo_point(run_id, row, elpd_loo, p_loo, "
-                           "pareto_k, plpd) VALUES (?,?,?,?,?,?)", &st, err)) ) goto done;
+                           "pareto_k, plpd, r_eff) VALUES (?,?,?,?,?,?,?)", &st, err)) ) goto done;
   for(size_t i = 0; i < n; i++){
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, r->run_id);
@@ -341,6 +202,7 @@ static fly_rc store(fly_db *db, const fly_loo_result *r, const point *pt, size_t
     if( isfinite(pt[i].k) ) sqlite3_bind_double(st, 5, pt[i].k);
     else sqlite3_bind_null(st, 5);
     sqlite3_bind_double(st, 6, pt[i].a);
+    sqlite3_bind_double(st, 7, pt[i].r);
     if( sqlite3_step(st) != SQLITE_DONE ){ rc = fly_db_fail(db, err, "insert loo_point"); goto done; }
   }
   sqlite3_finalize(st);
@@ -353,10 +215,10 @@ done:
 }
 
 /* The loo of posterior p, stored. */
-static fly_rc run_post(fly_db *db, const post *p, const fly_loo_opts *o,
+static fly_rc run_post(fly_db *db, const fly_posterior *p, const fly_loo_opts *o,
                        fly_loo_result *res, fly_err *err)
 {
-  cursor cu = {0};
+  fly_posterior_rows cu = {0};
   pass ps;
   double *X = NULL, *a = NULL, *y = NULL, *am = NULL, *e = NULL;
   double t0 = now();
@@ -365,12 +227,13 @@ static fly_rc run_post(fly_db *db, const post *p, const fly_loo_opts *o,
   int64_t m = 0;
   memset(&ps, 0, sizeof ps);
   ps.p = p;
-  ps.r_eff = o->r_eff > 0 ? o->r_eff : 1;
-  if( (rc = cur_open(db, p->ds, &cu, err)) ) goto done;
+  ps.r_eff = o->r_eff > 0 ? o->r_eff : 0;
+  if( (rc = fly_posterior_rows_open(db, p->ds, &cu, err)) ) goto done;
   int64_t N = cu.N;
   size_t W = cu.W;
   if( (rc = rows_of(o, N, &m, err)) ) goto done;
   if( (rc = fly_psis_ws_new(p->S, &ps.ws, err)) ) goto done;
+  if( !ps.r_eff && (rc = fly_reff_ws_new(p->chain_len, p->C, &ps.reff, err)) ) goto done;
   size_t wl = p->m.type->work_len(&p->m, FLY_ROWWISE);
   if( !(X = fly_alloc_array(FLY_ROWWISE, W * sizeof *X)) ||
       !(a = fly_alloc_array(FLY_ROWWISE, sizeof *a)) ||
@@ -390,7 +253,7 @@ static fly_rc run_post(fly_db *db, const post *p, const fly_loo_opts *o,
   int began = fly_db_read_begin(db);
   for(;;){
     size_t n;
-    if( (rc = cur_block(&cu, X, FLY_ROWWISE, &n, err)) ) break;
+    if( (rc = fly_posterior_rows_block(&cu, X, FLY_ROWWISE, &n, err)) ) break;
     if( n == 0 ) break;
     p->m.type->eval(&p->m, p->mean, X, W, NULL, n, a, NULL, ps.work);
     for(size_t j = 0; j < n; j++, r++){
@@ -430,15 +293,17 @@ static fly_rc run_post(fly_db *db, const post *p, const fly_loo_opts *o,
   res->m = m;
   res->S = (int64_t)p->S;
   res->seed = o->seed;
-  res->r_eff = ps.r_eff;
+  res->r_eff_chains = ps.r_eff == 0;
   size_t M = (size_t)m;
   if( !(y = fly_alloc_array(M, sizeof *y)) || !(am = fly_alloc_array(M, sizeof *am)) ||
       !(e = fly_alloc_array(M, sizeof *e)) ){
     rc = fly_fail(err, FLY_NOMEM, "loo of run %lld", (long long)p->run_id);
     goto done;
   }
+  long double rs = 0;
   for(size_t j = 0; j < M; j++){
     const point *q = &ps.pt[j];
+    rs += q->r;
     y[j] = q->y;
     am[j] = q->a;
     double k = q->k;
@@ -447,6 +312,7 @@ static fly_rc run_post(fly_db *db, const post *p, const fly_loo_opts *o,
     else if( k <= 1 ) res->k_bad++;
     else res->k_verybad++;     /* +inf and NaN too */
   }
+  res->r_eff = (double)(rs / (long double)M);
   double dN = (double)N;
   if( res->exact ){
     long double t = 0;
@@ -467,8 +333,9 @@ static fly_rc run_post(fly_db *db, const post *p, const fly_loo_opts *o,
   res->seconds = now() - t0;
   rc = store(db, res, ps.pt, ps.n_pt, err);
 done:
-  cur_close(&cu);
+  fly_posterior_rows_close(&cu);
   fly_psis_ws_free(ps.ws);
+  fly_reff_ws_free(ps.reff);
   fly_free(ps.work);
   fly_free(ps.Xb);
   fly_free(ps.ll);
@@ -485,11 +352,11 @@ done:
 fly_rc fly_loo_run(fly_db *db, int64_t run_id, const fly_loo_opts *o,
                    fly_loo_result *res, fly_err *err)
 {
-  post p;
-  fly_rc rc = post_load(db, run_id, o->max_draws, &p, err);
+  fly_posterior p;
+  fly_rc rc = fly_posterior_load(db, run_id, o->max_draws, 2, "loo", &p, err);
   if( rc ) return rc;
   rc = run_post(db, &p, o, res, err);
-  post_free(&p);
+  fly_posterior_free(&p);
   return rc;
 }
 
@@ -498,7 +365,8 @@ fly_rc fly_loo_load(fly_db *db, int64_t run_id, fly_loo_result *res, fly_err *er
   sqlite3_stmt *st = NULL;
   fly_rc rc = fly_db_prepare(db, "SELECT method = 'exact', n_rows, m, n_draws, seed, r_eff, "
                              "elpd_loo, se, subsampling_se, p_loo, p_loo_se, looic, looic_se, "
-                             "k_good, k_ok, k_bad, k_verybad, coalesce(seconds, 0) "
+                             "k_good, k_ok, k_bad, k_verybad, coalesce(seconds, 0), "
+                             "r_eff_source = 'chains' "
                              "FROM loo WHERE run_id = ?", &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, run_id);
@@ -518,6 +386,7 @@ fly_rc fly_loo_load(fly_db *db, int64_t run_id, fly_loo_result *res, fly_err *er
     int64_t *k[] = { &res->k_good, &res->k_ok, &res->k_bad, &res->k_verybad };
     for(int i = 0; i < 4; i++) *k[i] = sqlite3_column_int64(st, 13 + i);
     res->seconds = sqlite3_column_double(st, 17);
+    res->r_eff_chains = sqlite3_column_int(st, 18);
   }else if( s == SQLITE_DONE ){
     rc = fly_fail(err, FLY_RANGE, "run %lld has no loo result", (long long)run_id);
   }else{
@@ -555,7 +424,7 @@ static fly_rc points_load(fly_db *db, int64_t run_id, point *pt, size_t m, fly_e
 
 /* Whether the data sets of runs a and b hold the same rows: the same data
  * set, or as many rows read from the same file. */
-static fly_rc same_rows(fly_db *db, const post *a, const post *b, fly_err *err)
+static fly_rc same_rows(fly_db *db, const fly_posterior *a, const fly_posterior *b, fly_err *err)
 {
   fly_dataset *da = NULL, *db_ = NULL;
   if( a->ds == b->ds ) return FLY_OK;
@@ -576,16 +445,16 @@ static fly_rc same_rows(fly_db *db, const post *a, const post *b, fly_err *err)
 
 /* Pairwise sums over all rows of d = plpd_j - plpd_k (j < k): one pass with
  * a cursor per run.  d1, d2: K x K. */
-static fly_rc plpd_pairs(fly_db *db, const post *p, size_t K, long double *d1,
+static fly_rc plpd_pairs(fly_db *db, const fly_posterior *p, size_t K, long double *d1,
                          long double *d2, fly_err *err)
 {
-  cursor cu[FLY_LOO_MAX_RUNS];
+  fly_posterior_rows cu[FLY_LOO_MAX_RUNS];
   double *X[FLY_LOO_MAX_RUNS] = {0}, *work[FLY_LOO_MAX_RUNS] = {0};
   double a[FLY_LOO_MAX_RUNS][FLY_ROWWISE];
   fly_rc rc = FLY_OK;
   memset(cu, 0, sizeof cu);
   for(size_t k = 0; k < K && !rc; k++){
-    if( (rc = cur_open(db, p[k].ds, &cu[k], err)) ) break;
+    if( (rc = fly_posterior_rows_open(db, p[k].ds, &cu[k], err)) ) break;
     size_t wl = p[k].m.type->work_len(&p[k].m, FLY_ROWWISE);
     if( !(X[k] = fly_alloc_array(FLY_ROWWISE, cu[k].W * sizeof(double))) ||
         !(work[k] = fly_alloc_array(wl, sizeof(double))) )
@@ -596,7 +465,7 @@ static fly_rc plpd_pairs(fly_db *db, const post *p, size_t K, long double *d1,
     size_t n0 = 0;
     for(size_t k = 0; k < K && !rc; k++){
       size_t n;
-      if( (rc = cur_block(&cu[k], X[k], FLY_ROWWISE, &n, err)) ) break;
+      if( (rc = fly_posterior_rows_block(&cu[k], X[k], FLY_ROWWISE, &n, err)) ) break;
       if( k == 0 ) n0 = n;
       else if( n != n0 ) rc = fly_fail(err, FLY_CORRUPT, "compare: data sets end apart");
       p[k].m.type->eval(&p[k].m, p[k].mean, X[k], cu[k].W, NULL, n, a[k], NULL, work[k]);
@@ -612,7 +481,7 @@ static fly_rc plpd_pairs(fly_db *db, const post *p, size_t K, long double *d1,
   }
   fly_db_read_end(db, began);
   for(size_t k = 0; k < K; k++){
-    cur_close(&cu[k]);
+    fly_posterior_rows_close(&cu[k]);
     fly_free(X[k]);
     fly_free(work[k]);
   }
@@ -622,7 +491,7 @@ static fly_rc plpd_pairs(fly_db *db, const post *p, size_t K, long double *d1,
 fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
                        const fly_loo_opts *o, fly_loo_diff *out, fly_err *err)
 {
-  post p[FLY_LOO_MAX_RUNS];
+  fly_posterior p[FLY_LOO_MAX_RUNS];
   fly_loo_result r[FLY_LOO_MAX_RUNS];
   point *pt[FLY_LOO_MAX_RUNS] = {0};
   double *y = NULL, *am = NULL, *e = NULL;
@@ -635,7 +504,7 @@ fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
     return fly_fail(err, FLY_MISUSE, "compare takes 2 to %d runs, not %zu",
                     FLY_LOO_MAX_RUNS, K);
   for(size_t k = 0; k < K && !rc; k++){
-    rc = post_load(db, ids[k], o->max_draws, &p[k], err);
+    rc = fly_posterior_load(db, ids[k], o->max_draws, 2, "compare", &p[k], err);
     for(size_t j = 0; j < k && !rc; j++)
       if( p[j].run_id == p[k].run_id )
         rc = fly_fail(err, FLY_MISUSE, "run %lld is named twice", (long long)p[k].run_id);
@@ -656,7 +525,8 @@ fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
     /* the seed picks the rows only when they are sampled */
     if( s == FLY_RANGE || (s == FLY_OK && ((m < N && r[k].seed != o->seed) || r[k].m != m ||
                                            r[k].S != (int64_t)p[k].S || r[k].N != N ||
-                                           r[k].r_eff != (o->r_eff > 0 ? o->r_eff : 1))) )
+                                           (o->r_eff > 0 ? r[k].r_eff_chains || r[k].r_eff != o->r_eff
+                                                         : !r[k].r_eff_chains))) )
       s = run_post(db, &p[k], o, &r[k], err);
     if( (rc = s) ) goto done;
     if( !(pt[k] = fly_alloc_array(M, sizeof *pt[k])) ){
@@ -718,11 +588,88 @@ fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
     }
 done:
   for(size_t k = 0; k < K; k++){
-    post_free(&p[k]);
+    fly_posterior_free(&p[k]);
     fly_free(pt[k]);
   }
   fly_free(y);
   fly_free(am);
   fly_free(e);
   return rc;
+}
+
+/* ---- flydb check ---------------------------------------------------------- */
+
+void fly_loo_check(fly_db *db, fly_checker *ck, int64_t *n_results)
+{
+  sqlite3_stmt *st;
+  int s;
+  *n_results = 0;
+  st = fly_check_prepare(db, ck,
+    "SELECT l.run_id, l.method = 'exact', l.n_rows, l.m, l.k_good, l.k_ok, l.k_bad, "
+    "  l.k_verybad, l.elpd_loo, l.p_loo, l.r_eff, l.r_eff_source = 'chains', "
+    "  (SELECT d.n_rows FROM run r JOIN dataset d ON d.id = r.dataset_id WHERE r.id = l.run_id), "
+    "  count(p.row), min(p.row), max(p.row), total(p.elpd_loo), total(abs(p.elpd_loo)), "
+    "  total(p.p_loo), total(abs(p.p_loo)), "
+    "  count(CASE WHEN p.pareto_k <= 0.5 THEN 1 END), "
+    "  count(CASE WHEN p.pareto_k > 0.5 AND p.pareto_k <= 0.7 THEN 1 END), "
+    "  count(CASE WHEN p.pareto_k > 0.7 AND p.pareto_k <= 1 THEN 1 END), "
+    "  avg(p.r_eff), count(CASE WHEN p.r_eff IS NOT NULL AND p.r_eff <> l.r_eff THEN 1 END), "
+    "  count(p.r_eff) "
+    "FROM loo l LEFT JOIN loo_point p ON p.run_id = l.run_id GROUP BY l.run_id ORDER BY l.run_id");
+  if( !st ) return;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t run = sqlite3_column_int64(st, 0);
+    int exact = sqlite3_column_int(st, 1), chains = sqlite3_column_int(st, 11);
+    int64_t N = sqlite3_column_int64(st, 2), m = sqlite3_column_int64(st, 3);
+    int64_t k[4], kp[3];
+    for(int i = 0; i < 4; i++) k[i] = sqlite3_column_int64(st, 4 + i);
+    double elpd = sqlite3_column_double(st, 8), p_loo = sqlite3_column_double(st, 9);
+    double r_eff = sqlite3_column_double(st, 10);
+    int64_t n_pt = sqlite3_column_int64(st, 13);
+    int64_t lo = sqlite3_column_int64(st, 14), hi = sqlite3_column_int64(st, 15);
+    for(int i = 0; i < 3; i++) kp[i] = sqlite3_column_int64(st, 20 + i);
+    (*n_results)++;
+    fly_check_scope(ck, "run %lld loo", (long long)run);
+    if( sqlite3_column_type(st, 12) == SQLITE_NULL )
+      fly_check_problem(ck, "a loo result of a run that does not exist");
+    else if( sqlite3_column_int64(st, 12) != N )
+      fly_check_problem(ck, "n_rows %lld, the run's data set has %lld rows", (long long)N,
+                        (long long)sqlite3_column_int64(st, 12));
+    if( exact != (m == N) )
+      fly_check_problem(ck, "method %s with m = %lld of %lld rows", exact ? "exact" : "subsample",
+                        (long long)m, (long long)N);
+    if( n_pt != m )
+      fly_check_problem(ck, "loo_point holds %lld rows; the header's m is %lld",
+                        (long long)n_pt, (long long)m);
+    if( n_pt && (lo < 0 || hi >= N) )
+      fly_check_problem(ck, "loo_point rows %lld..%lld outside the data set's 0..%lld",
+                        (long long)lo, (long long)hi, (long long)N - 1);
+    if( k[0] + k[1] + k[2] + k[3] != m )
+      fly_check_problem(ck, "Pareto k counts add up to %lld, not m = %lld",
+                        (long long)(k[0] + k[1] + k[2] + k[3]), (long long)m);
+    if( kp[0] != k[0] || kp[1] != k[1] || kp[2] != k[2] ||
+        n_pt - kp[0] - kp[1] - kp[2] != k[3] )
+      fly_check_problem(ck, "Pareto k counts %lld/%lld/%lld/%lld; loo_point's pareto_k give "
+                        "%lld/%lld/%lld/%lld", (long long)k[0], (long long)k[1], (long long)k[2],
+                        (long long)k[3], (long long)kp[0], (long long)kp[1], (long long)kp[2],
+                        (long long)(n_pt - kp[0] - kp[1] - kp[2]));
+    if( exact && n_pt == m ){
+      double se = sqlite3_column_double(st, 16), sa = sqlite3_column_double(st, 17);
+      double sp = sqlite3_column_double(st, 18), spa = sqlite3_column_double(st, 19);
+      if( !fly_check_close(elpd, se, sa) )
+        fly_check_problem(ck, "elpd_loo %.17g; its rows' values add up to %.17g", elpd, se);
+      if( !fly_check_close(p_loo, sp, spa) )
+        fly_check_problem(ck, "p_loo %.17g; its rows' values add up to %.17g", p_loo, sp);
+    }
+    if( chains && sqlite3_column_int64(st, 25) == n_pt && n_pt &&
+        !fly_check_close(r_eff, sqlite3_column_double(st, 23), 1) )
+      fly_check_problem(ck, "r_eff %.17g is not the mean of its rows' %.17g", r_eff,
+                        sqlite3_column_double(st, 23));
+    if( !chains && sqlite3_column_int64(st, 24) )
+      fly_check_problem(ck, "%lld rows have an r_eff other than the given %g",
+                        (long long)sqlite3_column_int64(st, 24), r_eff);
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "read loo");
+  sqlite3_finalize(st);
+  fly_check_scope(ck, "%s", "");
 }

@@ -23,8 +23,9 @@
  * With m = N (method 'exact', the default for N <= FLY_LOO_EXACT_ROWS) the
  * result is loo::loo()'s: sums over the rows and se = sqrt(N var).
  * Memory: O(S P + m + B S) for a block of B rows, whatever N.  Names and
- * definitions are those of R's loo 2.5.1, r_eff included (given, default
- * 1: the draws are treated as independent, as loo() does without r_eff).
+ * definitions are those of R's loo 2.5.1, r_eff included: by default each
+ * sampled row's own, estimated from the chains as loo::relative_eff does
+ * on exp(log_lik) (loo/reff.h); a given r_eff is used for every row.
  *
  * Storage (schema/010_loo.sql): this module owns tables loo (one result per
  * run) and loo_point (its sampled rows); a result replaces the run's
@@ -36,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/check.h"
 #include "store/db.h"
 #include "util/err.h"
 
@@ -51,7 +53,8 @@ typedef struct fly_loo_opts {
                            FLY_LOO_EXACT_ROWS rows, else FLY_LOO_DEFAULT_M) */
   int64_t  max_draws;   /* S at most (4000) */
   uint64_t seed;        /* the row sample's (1) */
-  double   r_eff;       /* relative efficiency of the draws (1) */
+  double   r_eff;       /* relative efficiency of the draws; 0 (default):
+                           each row's, estimated from the chains */
 } fly_loo_opts;
 
 void fly_loo_opts_default(fly_loo_opts *o);
@@ -62,7 +65,8 @@ typedef struct fly_loo_result {
   int      exact;              /* m == N */
   int64_t  N, m, S;
   uint64_t seed;
-  double   r_eff;
+  double   r_eff;              /* given, or the sampled rows' mean estimate */
+  int      r_eff_chains;       /* r_eff estimated per row from the chains */
   double   elpd_loo, se, subsampling_se;
   double   p_loo, p_loo_se;
   double   looic, looic_se;
@@ -93,7 +97,8 @@ typedef struct fly_loo_diff {
 
 /* Compare runs ids[0..K) (2 <= K <= FLY_LOO_MAX_RUNS) as loo::loo_compare
  * does, on the same rows: each run's loo is computed with o (and stored)
- * unless one with o's m, S and r_eff (and seed, when m < N) is stored; the differences to the best
+ * unless one with o's m, S and r_eff (the same given value, or estimated
+ * from the chains) (and seed, when m < N) is stored; the differences to the best
  * are paired row by row (exact: sum and sqrt(N) sd of the pointwise
  * differences; subsampled: the difference estimator on the differences,
  * one more pass over the rows).  The runs must model the same rows: the
@@ -101,5 +106,14 @@ typedef struct fly_loo_diff {
  * source file; FLY_MISUSE otherwise, naming the runs.  out: K lines. */
 fly_rc fly_loo_compare(fly_db *db, const int64_t *ids, size_t K,
                        const fly_loo_opts *o, fly_loo_diff *out, fly_err *err);
+
+/* flydb check of tables loo and loo_point: each result's run exists and
+ * modelled a data set of n_rows rows; loo_point holds m distinct rows within
+ * it (m = n_rows exactly when the method is exact); the Pareto k counts add
+ * up to m and agree with the rows' pareto_k; an exact result's elpd_loo and
+ * p_loo are its rows' sums; r_eff is the given value of every row, or the
+ * mean of its rows' estimates.  Problems are reported in scope "run <id>
+ * loo"; *n_results gets the number of results read. */
+void fly_loo_check(fly_db *db, fly_checker *ck, int64_t *n_results);
 
 #endif

@@ -42,14 +42,24 @@ static fly_rc parse_refs(const char *s, char *buf, size_t bn, const char **col,
 
 #define MAX_REFS 64
 
+fly_rc fly_run_design_bind(fly_db *db, int64_t raw_id, const char *formula,
+                           const char *reference, fly_design **pd, fly_err *err)
+{
+  char refbuf[4096];
+  const char *rc_col[MAX_REFS], *rc_lev[MAX_REFS];
+  fly_design_opts o = { 0, rc_col, rc_lev };
+  fly_rc rc;
+  *pd = NULL;
+  if( (rc = parse_refs(reference, refbuf, sizeof refbuf, rc_col, rc_lev, MAX_REFS,
+                       &o.n_ref, err)) ) return rc;
+  return fly_design_bind(db, raw_id, formula, &o, pd, err);
+}
+
 fly_rc fly_run_data(fly_db *db, int64_t raw_id, const fly_model_spec *s,
                     fly_run_data_out *out, int *usage, fly_err *err)
 {
   fly_dataset *ds = NULL;
   fly_design *d = NULL;
-  char refbuf[4096];
-  const char *rc_col[MAX_REFS], *rc_lev[MAX_REFS];
-  fly_design_opts o = { 0, rc_col, rc_lev };
   fly_rc rc;
 
   memset(out, 0, sizeof *out);
@@ -72,12 +82,7 @@ fly_rc fly_run_data(fly_db *db, int64_t raw_id, const fly_model_spec *s,
               *p == '.' || *p == '_';
     snprintf(out->formula, sizeof out->formula, plain ? "%s ~ ." : "`%s` ~ .", t->name);
   }else snprintf(out->formula, sizeof out->formula, "%s", s->formula);
-  if( (rc = parse_refs(s->reference, refbuf, sizeof refbuf, rc_col, rc_lev, MAX_REFS,
-                       &o.n_ref, err)) ){
-    *usage = 1;
-    goto done;
-  }
-  if( (rc = fly_design_bind(db, raw_id, out->formula, &o, &d, err)) ){
+  if( (rc = fly_run_design_bind(db, raw_id, out->formula, s->reference, &d, err)) ){
     *usage = rc == FLY_PARSE || rc == FLY_RANGE || rc == FLY_MISUSE;
     goto done;
   }

@@ -30,4 +30,13 @@ typedef struct fly_run_data_out {
 fly_rc fly_run_data(fly_db *db, int64_t raw_id, const fly_model_spec *s,
                     fly_run_data_out *out, int *usage, fly_err *err);
 
+/* Bind formula, with --reference choices reference ("col=level,..."; NULL
+ * or "": none), to the columns of raw data set raw_id: *pd (free with
+ * fly_design_free), as fly_run_data binds a run's formula.  FLY_MISUSE for
+ * a malformed reference; fly_design_bind's errors otherwise. */
+struct fly_design;
+fly_rc fly_run_design_bind(fly_db *db, int64_t raw_id, const char *formula,
+                           const char *reference, struct fly_design **pd,
+                           fly_err *err);
+
 #endif

@@ -182,4 +182,10 @@ double fly_stats_qnorm(double p);
  * 10^6, closer for smaller shapes; NaN outside. */
 double fly_stats_qbeta(double p, double a, double b);
 
+/* log B(a, b) for a, b > 0. */
+double fly_stats_lbeta(double a, double b);
+/* R's pt(t, nu) for nu > 0, given lbeta = fly_stats_lbeta(nu/2, 1/2) (so a
+ * caller with one nu computes it once): about 1e-15 absolute. */
+double fly_stats_pt(double t, double nu, double lbeta);
+
 #endif

@@ -36,16 +36,25 @@ expect 0 "$FLYDB" ingest "$TOY/logistic.csv" --db $db
 expect 0 "$FLYDB" sample --db $db --iters 500 --seed 3 --quiet
 expect 0 "$FLYDB" sample --db $db --iters 500 --seed 4 --prior-scale 0.05 --quiet
 expect 0 "$FLYDB" loo 1 --db $db --subsample all
-out_has "run 1: PSIS-LOO of 2000 rows, 1000 draws" "elpd_loo" "(0.5, 0.7]"
+out_has "run 1: PSIS-LOO of 2000 rows, 1000 draws" "elpd_loo" "(0.5, 0.7]" \
+  "r_eff estimated from the chains for each row"
 expect 0 "$FLYDB" loo 2 --db $db --r-eff 0.5   # exact by default: N <= 20000
-eq "exact rows" "$(q $db "SELECT method, m, n_rows, n_draws, r_eff FROM loo ORDER BY run_id")" \
-   "$(printf 'exact\t2000\t2000\t1000\t1.0\nexact\t2000\t2000\t1000\t0.5')"
+eq "exact rows" "$(q $db "SELECT method, m, n_rows, n_draws, r_eff_source FROM loo ORDER BY run_id")" \
+   "$(printf 'exact\t2000\t2000\t1000\tchains\nexact\t2000\t2000\t1000\tgiven')"
+eq "given r_eff" "$(q $db "SELECT min(r_eff), max(r_eff) FROM loo_point WHERE run_id = 2")" \
+   "$(printf '0.5\t0.5')"
+out_has "r_eff 0.5 for every row (given)"
+eq "r_eff from the chains: each row's, their mean in loo" \
+   "$(q $db "SELECT count(DISTINCT p.r_eff) > 100, abs(avg(p.r_eff) - l.r_eff) < 1e-9
+             FROM loo_point p JOIN loo l USING (run_id) WHERE run_id = 1")" "$(printf '1\t1')"
 eq "points" "$(q $db "SELECT run_id, count(*), min(row), max(row) FROM loo_point GROUP BY run_id")" \
    "$(printf '1\t2000\t0\t1999\n2\t2000\t0\t1999')"
 eq "k bins add up" "$(q $db "SELECT count(*) FROM loo WHERE k_good + k_ok + k_bad + k_verybad = m")" 2
-expect 0 "$FLYDB" compare 1 2 --db $db --csv --r-eff 0.5
-eq "compare computed run 1 again with r_eff 0.5, kept run 2's" \
-   "$(q $db "SELECT group_concat(r_eff) FROM loo")" "0.5,0.5"
+before=$(q $db "SELECT r_eff FROM loo WHERE run_id = 1")
+expect 0 "$FLYDB" compare 1 2 --db $db --csv
+eq "compare computed run 2 again with r_eff from the chains, kept run 1's" \
+   "$(q $db "SELECT group_concat(r_eff_source), (SELECT r_eff FROM loo WHERE run_id = 1)
+             FROM loo")" "$(printf 'chains,chains\t%s' "$before")"
 cp "$T/out" cmp_exact.csv
 eq "compare: run 1 (the wider prior) first" "$(sed -n 2p cmp_exact.csv | cut -d, -f1-2)" "1,0"
 "$FLYDB" dump --db $db --intercept >toy_rows.csv

@@ -19,13 +19,20 @@ expect 0 "$FLYDB" ingest "$E2E/../../datasets/toy/logistic.csv"
 expect 0 "$FLYDB" sample --iters 1000 --seed 1 --quiet
 expect 0 "$FLYDB" summary
 expect 0 "$FLYDB" loo
+cp "$E2E/../../datasets/toy/tiny_logistic.csv" new.csv
+expect 0 "$FLYDB" predict new.csv --out predictions.csv
+expect 0 "$FLYDB" ppc
 awk '/^```r$/ { on = 1; next } /^```$/ { on = 0 } on' "$DOC" >doc.R
 awk '/^```python$/ { on = 1; next } /^```$/ { on = 0 } on' "$DOC" >doc.py
 [ -s doc.R ] && [ -s doc.py ] || fail "no R or Python snippets in $DOC"
 Rscript doc.R >r.out 2>&1 || { cat r.out >&2; fail "the R snippets of docs/r-and-python.md failed"; }
 grep -q "ess_bulk" r.out || fail "R: no summarise_draws output"
 grep -q "elpd_loo" r.out || fail "R: no loo table"
+grep -q "brier" r.out || fail "R: no prediction table"
 [ -s trace.pdf ] || fail "R: bayesplot drew nothing"
+[ -s calibration.pdf ] || fail "R: no calibration plot"
 "$PY" doc.py >py.out 2>&1 || { cat py.out >&2; fail "the Python snippet of docs/r-and-python.md failed"; }
 grep -q "elpd_loo" py.out || fail "Python: no loo table"
+grep -q "brier" py.out || fail "Python: no prediction table"
+grep -q "band_lo" py.out || fail "Python: no calibration table"
 ok "docs/r-and-python.md: its R and Python snippets run and agree with flydb's summary"

@@ -304,8 +304,9 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # and whose file is taken back to schema version 5 (no typed run_setting,
 # no kernel statistics columns: the view and columns of version 7 undone;
 # the draws back in draw_block's value columns and the chunks, slots and
-# views of version 8 undone; no typed columns, no loo tables: versions 9 and
-# 10 undone), so the migration rebuilds the setting from run_config.
+# views of version 8 undone; no typed columns, no loo, prediction or ppc
+# tables: versions 9 to 12 undone), so the migration rebuilds the setting from
+# run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
 before=$ref1
@@ -331,7 +332,8 @@ undo8="CREATE TEMP TABLE d(run_id INTEGER, chain INTEGER, iter INTEGER, idx INTE
        $(sed -n '/^CREATE VIEW draws_named AS/,/;$/p' "$SCHEMA/001_init.sql")"
 q $db "$undo8" >/dev/null
 q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps';
-       DROP TABLE loo_point; DROP TABLE loo;
+       DROP TABLE ppc_rep; DROP TABLE ppc_bin; DROP TABLE ppc;
+       DROP TABLE prediction; DROP TABLE loo_point; DROP TABLE loo;
        DROP TABLE derived_omit; DROP TABLE derived; DROP TABLE level;
        ALTER TABLE dataset_column DROP COLUMN n_missing;
        ALTER TABLE dataset_column DROP COLUMN type;

@@ -5,7 +5,10 @@
 # DATA.csv is `flydb dump --intercept` (the stored values exactly) of the
 # run with the most columns; each run uses those its draws name.  The
 # log-likelihood of a logistic run is log plogis((2y - 1) x'theta).  Exits
-# non-zero with the differences printed when a check fails.
+# non-zero with the differences printed when a check fails.  A result whose
+# r_eff was estimated from the chains (loo.r_eff_source = 'chains') has each
+# row's r_eff checked against loo::relative_eff(exp(log_lik), chain_id),
+# which R's own loo() then uses.
 suppressPackageStartupMessages({ library(RSQLite); library(loo) })
 a <- commandArgs(trailingOnly = TRUE)
 mode <- a[1]; dbf <- a[2]; dataf <- a[3]
@@ -29,11 +32,12 @@ draws_of <- function(run) {
   w <- reshape(d, idvar = c("chain", "iter"), timevar = "name", direction = "wide")
   m <- as.matrix(w[, -(1:2)])
   colnames(m) <- sub("^value\\.", "", colnames(m))
+  attr(m, "chain") <- w$chain + 1    # loo::relative_eff's chain_id (1-based)
   m
 }
 loo_of <- function(run) dbGetQuery(con, "SELECT * FROM loo WHERE run_id = ?", list(run))
 points_of <- function(run)
-  dbGetQuery(con, "SELECT row, elpd_loo, p_loo, pareto_k, plpd FROM loo_point
+  dbGetQuery(con, "SELECT row, elpd_loo, p_loo, pareto_k, plpd, r_eff FROM loo_point
                    WHERE run_id = ? ORDER BY row", list(run))
 # ---------------------------------------------------------------------------
 
@@ -55,7 +59,12 @@ for (run in runs) {
   if (st$n_draws != nrow(th)) { cat("FAIL: S differs\n"); quit(status = 1) }
   if (mode == "exact") {
     ll <- sapply(seq_len(N), function(i) llfun(data[i, , drop = FALSE], th))
-    l <- suppressWarnings(loo(ll, r_eff = rep(st$r_eff, N)))
+    r_eff <- rep(st$r_eff, N)
+    if (st$r_eff_source == "chains") {
+      r_eff <- relative_eff(exp(ll), chain_id = attr(th, "chain"))
+      check(sprintf("run %d every r_eff (relative_eff)", run), pt$r_eff, r_eff)
+    }
+    l <- suppressWarnings(loo(ll, r_eff = r_eff))
     check(sprintf("run %d elpd_loo", run), st$elpd_loo, l$estimates["elpd_loo", "Estimate"])
     check(sprintf("run %d se", run), st$se, l$estimates["elpd_loo", "SE"])
     check(sprintf("run %d p_loo", run), st$p_loo, l$estimates["p_loo", "Estimate"])
@@ -71,8 +80,14 @@ for (run in runs) {
     check(sprintf("run %d plpd", run), pt$plpd, llfun(data, t(colMeans(th))), 1e-9)
   } else {
     idx <- pt$row + 1
+    r_eff <- rep(st$r_eff, N)
+    if (st$r_eff_source == "chains") {
+      ll <- sapply(idx, function(i) llfun(data[i, , drop = FALSE], th))
+      r_eff[idx] <- relative_eff(exp(ll), chain_id = attr(th, "chain"))
+      check(sprintf("run %d sampled rows' r_eff (relative_eff)", run), pt$r_eff, r_eff[idx])
+    }
     l <- suppressWarnings(loo_subsample(llfun, data = data, draws = th, observations = idx,
-                                        r_eff = rep(st$r_eff, N), loo_approximation = "plpd"))
+                                        r_eff = r_eff, loo_approximation = "plpd"))
     e <- l$estimates
     check(sprintf("run %d elpd_loo", run), st$elpd_loo, e["elpd_loo", "Estimate"])
     check(sprintf("run %d se", run), st$se, e["elpd_loo", "SE"])
