@@ -1,0 +1,3 @@
+-- flydb schema, version 11: reserved for the prediction tables (`flydb
+-- predict`), developed beside version 12; this empty step keeps the
+-- versions without a gap until that file takes its place.

@@ -1,0 +1,3 @@
+-- flydb schema, version 12: reserved for the posterior predictive check
+-- tables (`flydb ppc`), developed beside version 14; this empty step keeps
+-- the versions without a gap until that file takes its place.

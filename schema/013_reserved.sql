@@ -1,0 +1,3 @@
+-- flydb schema, version 13: reserved for the shard tables (MPI), developed
+-- beside version 14; this empty step keeps the versions without a gap until
+-- that file takes its place.
