@@ -19,7 +19,8 @@
  * OR REPLACE), so a crash keeps or loses a commit whole and no draw is ever
  * in two rows.  Cost per kept iteration: one insert plus P / CHUNK chunk
  * inserts (amortised; plus P per commit for the tail), each an append to
- * its parameter's key range.  A new writer (a resumed chain) starts a new
+ * its parameter's key range, so a commit touches at least P leaf pages.
+ * The writers of a file in one process share a connection (shared_db).  A new writer (a resumed chain) starts a new
  * chunk; the older partial one stays as it is.
  *
  * Reading.  A chain's iterations are its draw_block rows of blk = 0, in key
@@ -32,6 +33,7 @@
 #include "store/trace.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,8 +45,75 @@
 #define DIAG  12     /* diagnostics columns of draw_block */
 #define CV    6      /* first value column of draw_chunk (after run_id .. n) */
 
+/* The writers of one file in a process share one connection, and take
+ * turns on it (begin to commit, and preparing or finalizing statements)
+ * under its lock.  Why: with a connection each, a commit by one writer
+ * makes SQLite discard the page cache of every other (a connection that
+ * finds the WAL changed starts over), so every commit would re-read the
+ * pages it appends to; and a writer that finds another committing would
+ * sleep in SQLite's busy handler (polls up to 100 ms apart) rather than
+ * wait exactly as long as that commit.  Writers of other processes still
+ * meet the busy handler.  The list is guarded by writers_lock; a
+ * connection is closed with its last writer. */
+typedef struct shared_db {
+  char             *path;
+  fly_db           *db;
+  int               refs;          /* open writers */
+  pthread_mutex_t   lock;          /* held while a writer uses db */
+  struct shared_db *next;
+} shared_db;
+
+static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_db *writers;
+
+/* The shared connection to path, opened by the first writer. */
+static fly_rc shared_acquire(const char *path, shared_db **out, fly_err *err)
+{
+  shared_db *s;
+  fly_rc rc = FLY_OK;
+  pthread_mutex_lock(&writers_lock);
+  for(s = writers; s && strcmp(s->path, path); s = s->next) ;
+  if( !s ){
+    if( !(s = fly_alloc_array(1, sizeof *s)) || !(s->path = fly_strdup(path)) ){
+      if( s ) fly_free(s);
+      s = NULL;
+      rc = fly_fail(err, FLY_NOMEM, "trace writer");
+    }else if( (rc = fly_db_open(path, 0, &s->db, err)) ){
+      fly_free(s->path);
+      fly_free(s);
+      s = NULL;
+    }else{
+      pthread_mutex_init(&s->lock, NULL);
+      s->next = writers;
+      writers = s;
+    }
+  }
+  if( s ) s->refs++;
+  pthread_mutex_unlock(&writers_lock);
+  *out = s;
+  return rc;
+}
+
+static void shared_release(shared_db *s)
+{
+  shared_db **pp;
+  if( !s ) return;
+  pthread_mutex_lock(&writers_lock);
+  if( --s->refs == 0 ){
+    for(pp = &writers; *pp != s; pp = &(*pp)->next) ;
+    *pp = s->next;
+    fly_db_close(s->db);
+    pthread_mutex_destroy(&s->lock);
+    fly_free(s->path);
+    fly_free(s);
+  }
+  pthread_mutex_unlock(&writers_lock);
+}
+
 struct fly_trace {
-  fly_db       *db;
+  shared_db    *sh;        /* the connection, shared with the process's
+                              other writers of the file */
+  fly_db       *db;        /* sh->db: use only under sh->lock */
   int64_t       run_id;
   int           chain;
   size_t        P, cap;
@@ -88,7 +157,9 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
     rc = fly_fail(err, FLY_NOMEM, "trace buffer");
     goto done;
   }
-  if( (rc = fly_db_open(db_path, 0, &t->db, err)) ) goto done;
+  if( (rc = shared_acquire(db_path, &t->sh, err)) ) goto done;
+  t->db = t->sh->db;
+  pthread_mutex_lock(&t->sh->lock);
   n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk, "
                        "log_joint, n_bright, n_lik_evals, n_reads, accepted, step_size, "
                        "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat) "
@@ -113,6 +184,7 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
       sqlite3_bind_int(st[i], 2, chain);
     }
   }
+  pthread_mutex_unlock(&t->sh->lock);
 done:
   if( rc ){
     fly_trace_close(t);
@@ -125,10 +197,14 @@ done:
 void fly_trace_close(fly_trace *t)
 {
   if( !t ) return;
-  sqlite3_finalize(t->ins_diag);
-  sqlite3_finalize(t->ins_chunk);
-  sqlite3_finalize(t->put_ckpt);
-  fly_db_close(t->db);
+  if( t->sh ){
+    pthread_mutex_lock(&t->sh->lock);
+    sqlite3_finalize(t->ins_diag);
+    sqlite3_finalize(t->ins_chunk);
+    sqlite3_finalize(t->put_ckpt);
+    pthread_mutex_unlock(&t->sh->lock);
+    shared_release(t->sh);
+  }
   fly_free(t->iter);
   fly_free(t->th);
   fly_free(t->start);
@@ -199,8 +275,8 @@ static size_t chunks(const int64_t *iter, size_t m, size_t *start)
   return n_chunks;
 }
 
-fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
-                        size_t ckpt_len, fly_err *err)
+static fly_rc commit_locked(fly_trace *t, int64_t iter, const void *ckpt, size_t ckpt_len,
+                            fly_err *err)
 {
   size_t m = t->n_tail + t->n, n_chunks = chunks(t->iter, m, t->start), P = t->P;
   sqlite3_stmt *st = t->ins_chunk;
@@ -241,6 +317,15 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
   }
   t->n = 0;
   return FLY_OK;
+}
+
+fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
+                        size_t ckpt_len, fly_err *err)
+{
+  pthread_mutex_lock(&t->sh->lock);
+  fly_rc rc = commit_locked(t, iter, ckpt, ckpt_len, err);
+  pthread_mutex_unlock(&t->sh->lock);
+  return rc;
 }
 
 /* ---- reading ------------------------------------------------------------ */
