@@ -134,13 +134,44 @@ static void params(char *sql, size_t cap, size_t *len, int f, int n)
     *len += (size_t)snprintf(sql + *len, cap - *len, "%s?%d", k ? "," : "", f + k);
 }
 
+/* The writer's statements, with the run and chain bound (bindings survive
+ * sqlite3_reset).  Called under t->sh->lock. */
+static fly_rc prepare_writes(fly_trace *t, fly_err *err)
+{
+  char sql[1536];
+  size_t n;
+  fly_rc rc;
+  n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk, "
+                       "log_joint, n_bright, n_lik_evals, n_reads, accepted, step_size, "
+                       "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat) "
+                       "VALUES (?1,?2,?3,0,");
+  params(sql, sizeof sql, &n, 4, DIAG);
+  snprintf(sql + n, sizeof sql - n, ")");
+  if( (rc = fly_db_prepare(t->db, sql, &t->ins_diag, err)) ) return rc;
+  n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO draw_chunk(run_id, chain, idx, "
+                       "iter0, step, n");
+  for(int k = 0; k < CHUNK; k++) n += (size_t)snprintf(sql + n, sizeof sql - n, ", v%d", k);
+  n += (size_t)snprintf(sql + n, sizeof sql - n, ") VALUES (");
+  params(sql, sizeof sql, &n, 1, CV + CHUNK);
+  snprintf(sql + n, sizeof sql - n, ")");
+  if( (rc = fly_db_prepare(t->db, sql, &t->ins_chunk, err)) ) return rc;
+  rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
+                      "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
+  if( rc ) return rc;
+  sqlite3_stmt *st[3] = { t->ins_diag, t->ins_chunk, t->put_ckpt };
+  for(int i = 0; i < 3; i++){
+    sqlite3_bind_int64(st[i], 1, t->run_id);
+    sqlite3_bind_int(st[i], 2, t->chain);
+  }
+  return FLY_OK;
+}
+
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err)
 {
   fly_trace *t = NULL;
   fly_rc rc;
-  char sql[1536];
-  size_t n = 0, m;
+  size_t m;
   *pt = NULL;
   t = fly_alloc_array(1, sizeof *t);
   if( !t ) return fly_fail(err, FLY_NOMEM, "trace writer");
@@ -160,30 +191,7 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
   if( (rc = shared_acquire(db_path, &t->sh, err)) ) goto done;
   t->db = t->sh->db;
   pthread_mutex_lock(&t->sh->lock);
-  n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk, "
-                       "log_joint, n_bright, n_lik_evals, n_reads, accepted, step_size, "
-                       "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat) "
-                       "VALUES (?1,?2,?3,0,");
-  params(sql, sizeof sql, &n, 4, DIAG);
-  snprintf(sql + n, sizeof sql - n, ")");
-  if( (rc = fly_db_prepare(t->db, sql, &t->ins_diag, err)) ) goto done;
-  n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO draw_chunk(run_id, chain, idx, "
-                       "iter0, step, n");
-  for(int k = 0; k < CHUNK; k++) n += (size_t)snprintf(sql + n, sizeof sql - n, ", v%d", k);
-  n += (size_t)snprintf(sql + n, sizeof sql - n, ") VALUES (");
-  params(sql, sizeof sql, &n, 1, CV + CHUNK);
-  snprintf(sql + n, sizeof sql - n, ")");
-  if( (rc = fly_db_prepare(t->db, sql, &t->ins_chunk, err)) ) goto done;
-  rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
-                      "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
-  if( rc == FLY_OK ){
-    /* bindings survive sqlite3_reset: the run and chain are bound once */
-    sqlite3_stmt *st[3] = { t->ins_diag, t->ins_chunk, t->put_ckpt };
-    for(int i = 0; i < 3; i++){
-      sqlite3_bind_int64(st[i], 1, run_id);
-      sqlite3_bind_int(st[i], 2, chain);
-    }
-  }
+  rc = prepare_writes(t, err);
   pthread_mutex_unlock(&t->sh->lock);
 done:
   if( rc ){
