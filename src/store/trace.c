@@ -19,7 +19,8 @@
  * OR REPLACE), so a crash keeps or loses a commit whole and no draw is ever
  * in two rows.  Cost per kept iteration: one insert plus P / CHUNK chunk
  * inserts (amortised; plus P per commit for the tail), each an append to
- * its parameter's key range.  A new writer (a resumed chain) starts a new
+ * its parameter's key range, so a commit touches at least P leaf pages.
+ * The writers of a file in one process share a connection (shared_db).  A new writer (a resumed chain) starts a new
  * chunk; the older partial one stays as it is.
  *
  * Reading.  A chain's iterations are its draw_block rows of blk = 0, in key
@@ -32,6 +33,7 @@
 #include "store/trace.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,8 +45,75 @@
 #define DIAG  12     /* diagnostics columns of draw_block */
 #define CV    6      /* first value column of draw_chunk (after run_id .. n) */
 
+/* The writers of one file in a process share one connection, and take
+ * turns on it (begin to commit, and preparing or finalizing statements)
+ * under its lock.  Why: with a connection each, a commit by one writer
+ * makes SQLite discard the page cache of every other (a connection that
+ * finds the WAL changed starts over), so every commit would re-read the
+ * pages it appends to; and a writer that finds another committing would
+ * sleep in SQLite's busy handler (polls up to 100 ms apart) rather than
+ * wait exactly as long as that commit.  Writers of other processes still
+ * meet the busy handler.  The list is guarded by writers_lock; a
+ * connection is closed with its last writer. */
+typedef struct shared_db {
+  char             *path;
+  fly_db           *db;
+  int               refs;          /* open writers */
+  pthread_mutex_t   lock;          /* held while a writer uses db */
+  struct shared_db *next;
+} shared_db;
+
+static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_db *writers;
+
+/* The shared connection to path, opened by the first writer. */
+static fly_rc shared_acquire(const char *path, shared_db **out, fly_err *err)
+{
+  shared_db *s;
+  fly_rc rc = FLY_OK;
+  pthread_mutex_lock(&writers_lock);
+  for(s = writers; s && strcmp(s->path, path); s = s->next) ;
+  if( !s ){
+    if( !(s = fly_alloc_array(1, sizeof *s)) || !(s->path = fly_strdup(path)) ){
+      if( s ) fly_free(s);
+      s = NULL;
+      rc = fly_fail(err, FLY_NOMEM, "trace writer");
+    }else if( (rc = fly_db_open(path, 0, &s->db, err)) ){
+      fly_free(s->path);
+      fly_free(s);
+      s = NULL;
+    }else{
+      pthread_mutex_init(&s->lock, NULL);
+      s->next = writers;
+      writers = s;
+    }
+  }
+  if( s ) s->refs++;
+  pthread_mutex_unlock(&writers_lock);
+  *out = s;
+  return rc;
+}
+
+static void shared_release(shared_db *s)
+{
+  shared_db **pp;
+  if( !s ) return;
+  pthread_mutex_lock(&writers_lock);
+  if( --s->refs == 0 ){
+    for(pp = &writers; *pp != s; pp = &(*pp)->next) ;
+    *pp = s->next;
+    fly_db_close(s->db);
+    pthread_mutex_destroy(&s->lock);
+    fly_free(s->path);
+    fly_free(s);
+  }
+  pthread_mutex_unlock(&writers_lock);
+}
+
 struct fly_trace {
-  fly_db       *db;
+  shared_db    *sh;        /* the connection, shared with the process's
+                              other writers of the file */
+  fly_db       *db;        /* sh->db: use only under sh->lock */
   int64_t       run_id;
   int           chain;
   size_t        P, cap;
@@ -65,13 +134,44 @@ static void params(char *sql, size_t cap, size_t *len, int f, int n)
     *len += (size_t)snprintf(sql + *len, cap - *len, "%s?%d", k ? "," : "", f + k);
 }
 
+/* The writer's statements, with the run and chain bound (bindings survive
+ * sqlite3_reset).  Called under t->sh->lock. */
+static fly_rc prepare_writes(fly_trace *t, fly_err *err)
+{
+  char sql[1536];
+  size_t n;
+  fly_rc rc;
+  n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk, "
+                       "log_joint, n_bright, n_lik_evals, n_reads, accepted, step_size, "
+                       "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat) "
+                       "VALUES (?1,?2,?3,0,");
+  params(sql, sizeof sql, &n, 4, DIAG);
+  snprintf(sql + n, sizeof sql - n, ")");
+  if( (rc = fly_db_prepare(t->db, sql, &t->ins_diag, err)) ) return rc;
+  n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO draw_chunk(run_id, chain, idx, "
+                       "iter0, step, n");
+  for(int k = 0; k < CHUNK; k++) n += (size_t)snprintf(sql + n, sizeof sql - n, ", v%d", k);
+  n += (size_t)snprintf(sql + n, sizeof sql - n, ") VALUES (");
+  params(sql, sizeof sql, &n, 1, CV + CHUNK);
+  snprintf(sql + n, sizeof sql - n, ")");
+  if( (rc = fly_db_prepare(t->db, sql, &t->ins_chunk, err)) ) return rc;
+  rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
+                      "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
+  if( rc ) return rc;
+  sqlite3_stmt *st[3] = { t->ins_diag, t->ins_chunk, t->put_ckpt };
+  for(int i = 0; i < 3; i++){
+    sqlite3_bind_int64(st[i], 1, t->run_id);
+    sqlite3_bind_int(st[i], 2, t->chain);
+  }
+  return FLY_OK;
+}
+
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err)
 {
   fly_trace *t = NULL;
   fly_rc rc;
-  char sql[1536];
-  size_t n = 0, m;
+  size_t m;
   *pt = NULL;
   t = fly_alloc_array(1, sizeof *t);
   if( !t ) return fly_fail(err, FLY_NOMEM, "trace writer");
@@ -88,31 +188,11 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
     rc = fly_fail(err, FLY_NOMEM, "trace buffer");
     goto done;
   }
-  if( (rc = fly_db_open(db_path, 0, &t->db, err)) ) goto done;
-  n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk, "
-                       "log_joint, n_bright, n_lik_evals, n_reads, accepted, step_size, "
-                       "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat) "
-                       "VALUES (?1,?2,?3,0,");
-  params(sql, sizeof sql, &n, 4, DIAG);
-  snprintf(sql + n, sizeof sql - n, ")");
-  if( (rc = fly_db_prepare(t->db, sql, &t->ins_diag, err)) ) goto done;
-  n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO draw_chunk(run_id, chain, idx, "
-                       "iter0, step, n");
-  for(int k = 0; k < CHUNK; k++) n += (size_t)snprintf(sql + n, sizeof sql - n, ", v%d", k);
-  n += (size_t)snprintf(sql + n, sizeof sql - n, ") VALUES (");
-  params(sql, sizeof sql, &n, 1, CV + CHUNK);
-  snprintf(sql + n, sizeof sql - n, ")");
-  if( (rc = fly_db_prepare(t->db, sql, &t->ins_chunk, err)) ) goto done;
-  rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
-                      "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
-  if( rc == FLY_OK ){
-    /* bindings survive sqlite3_reset: the run and chain are bound once */
-    sqlite3_stmt *st[3] = { t->ins_diag, t->ins_chunk, t->put_ckpt };
-    for(int i = 0; i < 3; i++){
-      sqlite3_bind_int64(st[i], 1, run_id);
-      sqlite3_bind_int(st[i], 2, chain);
-    }
-  }
+  if( (rc = shared_acquire(db_path, &t->sh, err)) ) goto done;
+  t->db = t->sh->db;
+  pthread_mutex_lock(&t->sh->lock);
+  rc = prepare_writes(t, err);
+  pthread_mutex_unlock(&t->sh->lock);
 done:
   if( rc ){
     fly_trace_close(t);
@@ -125,10 +205,14 @@ done:
 void fly_trace_close(fly_trace *t)
 {
   if( !t ) return;
-  sqlite3_finalize(t->ins_diag);
-  sqlite3_finalize(t->ins_chunk);
-  sqlite3_finalize(t->put_ckpt);
-  fly_db_close(t->db);
+  if( t->sh ){
+    pthread_mutex_lock(&t->sh->lock);
+    sqlite3_finalize(t->ins_diag);
+    sqlite3_finalize(t->ins_chunk);
+    sqlite3_finalize(t->put_ckpt);
+    pthread_mutex_unlock(&t->sh->lock);
+    shared_release(t->sh);
+  }
   fly_free(t->iter);
   fly_free(t->th);
   fly_free(t->start);
@@ -199,8 +283,8 @@ static size_t chunks(const int64_t *iter, size_t m, size_t *start)
   return n_chunks;
 }
 
-fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
-                        size_t ckpt_len, fly_err *err)
+static fly_rc commit_locked(fly_trace *t, int64_t iter, const void *ckpt, size_t ckpt_len,
+                            fly_err *err)
 {
   size_t m = t->n_tail + t->n, n_chunks = chunks(t->iter, m, t->start), P = t->P;
   sqlite3_stmt *st = t->ins_chunk;
@@ -241,6 +325,15 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
   }
   t->n = 0;
   return FLY_OK;
+}
+
+fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
+                        size_t ckpt_len, fly_err *err)
+{
+  pthread_mutex_lock(&t->sh->lock);
+  fly_rc rc = commit_locked(t, iter, ckpt, ckpt_len, err);
+  pthread_mutex_unlock(&t->sh->lock);
+  return rc;
 }
 
 /* ---- reading ------------------------------------------------------------ */

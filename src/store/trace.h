@@ -4,9 +4,9 @@
  * writes them (tables draw_chunk, draw_block and checkpoint, views draw,
  * iteration and draws_named, and table param for the parameter names).
  *
- * Writing.  Each chain has its own writer with its own connection (the
- * database is in WAL mode, so readers see committed batches while the run
- * goes on).  Rows are buffered in memory and written by fly_trace_commit in
+ * Writing.  Each chain has its own writer; the writers of one file in a
+ * process share one connection and commit one at a time (the database is
+ * in WAL mode, so readers see committed batches while the run goes on).  Rows are buffered in memory and written by fly_trace_commit in
  * ONE transaction together with the chain's checkpoint, so after a crash the
  * draws in the file always end exactly at the checkpoint the chain resumes
  * from.  The draws go into rows of one parameter and up to 64 kept
@@ -57,7 +57,8 @@ typedef struct fly_trace_row {   /* per-iteration diagnostics */
 } fly_trace_row;
 
 /* Open a writer for (run, chain) with P parameters, buffering up to
- * max_rows iterations between commits. */
+ * max_rows iterations between commits.  Writers may be used from different
+ * threads, each writer by one thread at a time. */
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err);
 void   fly_trace_close(fly_trace *t);                  /* NULL: no-op */

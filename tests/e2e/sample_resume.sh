@@ -305,8 +305,8 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # no kernel statistics columns: the view and columns of version 7 undone;
 # the draws back in draw_block's value columns and the chunks, slots and
 # views of version 8 undone; no typed columns, no loo, prediction or ppc
-# tables: versions 9 to 12 undone), so the migration rebuilds the setting from
-# run_config.
+# tables, no view draws_by_iter: versions 9 to 13 undone), so the migration
+# rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
 before=$ref1
@@ -319,7 +319,8 @@ kill_at 9 0
 [ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
 SCHEMA=$E2E/../../schema
 np=$(q $db "SELECT max(n_params) FROM run")
-undo8="CREATE TEMP TABLE d(run_id INTEGER, chain INTEGER, iter INTEGER, idx INTEGER, value REAL);
+undo8="DROP VIEW draws_by_iter;
+       CREATE TEMP TABLE d(run_id INTEGER, chain INTEGER, iter INTEGER, idx INTEGER, value REAL);
        INSERT INTO d SELECT run_id, chain, iter, idx, value FROM draw;
        CREATE INDEX temp.d_key ON d(run_id, chain, iter, idx);
        $(for k in $(seq 0 63); do printf 'ALTER TABLE draw_block ADD COLUMN v%d REAL; ' "$k"; done)

@@ -138,16 +138,20 @@ static void verify(size_t P, int64_t thin, const int64_t *upto, const char *when
   if( fly_db_open(path, 0, &db, &err) ){ TAP_OK(0, "%s: open (%s)", when, err.msg); return; }
   for(int c = 0; c < C; c++) n_want += upto[c] / thin;
 
-  /* draw and draws_named, row by row in (chain, iter, idx) order */
-  for(int v = 0; v < 2; v++){
+  /* draw, draws_named and draws_by_iter, row by row in (chain, iter, idx)
+   * order */
+  static const char *const view_name[3] = { "draw", "draws_named", "draws_by_iter" };
+  for(int v = 0; v < 3; v++){
     int64_t c = 0, it = thin, n = 0;
     size_t p = 0;
     int s;
     bad = 0;
-    fly_db_prepare(db, v ? "SELECT chain, iter, name, value, warmup FROM draws_named WHERE "
-                           "run_id = 1 ORDER BY chain, iter, name"
-                         : "SELECT chain, iter, idx, value, 0 FROM draw WHERE run_id = 1 "
-                           "ORDER BY chain, iter, idx", &st, &err);
+    char q[160];
+    snprintf(q, sizeof q, v ? "SELECT chain, iter, name, value, warmup FROM %s WHERE "
+                              "run_id = 1 ORDER BY chain, iter, name"
+                            : "SELECT chain, iter, idx, value, 0 FROM %s WHERE run_id = 1 "
+                              "ORDER BY chain, iter, idx", view_name[v]);
+    fly_db_prepare(db, q, &st, &err);
     while( st && (s = sqlite3_step(st)) == SQLITE_ROW ){
       while( c < C && it > upto[c] ){ c++; it = thin; }
       snprintf(name, sizeof name, "p%03zu", p);
@@ -159,7 +163,7 @@ static void verify(size_t P, int64_t thin, const int64_t *upto, const char *when
           (v && sqlite3_column_int(st, 4) != (it <= WARM)) ){
         if( bad++ == 0 )
           TAP_DIAG("%s: %s row %lld is (%lld, %lld, %s, %.17g), want (%lld, %lld, %zu)", when,
-                   v ? "draws_named" : "draw", (long long)n, sqlite3_column_int64(st, 0),
+                   view_name[v], (long long)n, sqlite3_column_int64(st, 0),
                    sqlite3_column_int64(st, 1), (const char *)sqlite3_column_text(st, 2),
                    sqlite3_column_double(st, 3), (long long)c, (long long)it, p);
         break;
@@ -170,9 +174,26 @@ static void verify(size_t P, int64_t thin, const int64_t *upto, const char *when
     sqlite3_finalize(st);
     st = NULL;
     TAP_OK(!bad && n == n_want * (int64_t)P, "P %zu, %s: view %s holds the %lld draws written "
-           "(%lld rows)", P, when, v ? "draws_named" : "draw", (long long)(n_want * (int64_t)P),
+           "(%lld rows)", P, when, view_name[v], (long long)(n_want * (int64_t)P),
            (long long)n);
   }
+
+  /* a join of two parameters on (chain, iter) through draws_by_iter pairs
+   * every draw of the first with the last parameter's draw there */
+  bad = 0;
+  snprintf(name, sizeof name, "p%03zu", P - 1);
+  if( fly_db_prepare(db, "SELECT count(*), sum(a.chain = b.chain AND a.iter = b.iter) FROM "
+                     "draws_named a JOIN draws_by_iter b ON b.run_id = a.run_id AND "
+                     "b.chain = a.chain AND b.iter = a.iter AND b.name = ?1 "
+                     "WHERE a.run_id = 1 AND a.name = 'p000'", &st, &err) == FLY_OK ){
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if( sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) != n_want ||
+        (n_want && sqlite3_column_int64(st, 1) != n_want) ) bad++;
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  TAP_OK(!bad, "P %zu, %s: draws_named joined to draws_by_iter on (chain, iter) pairs the "
+         "%lld iterations", P, when, (long long)n_want);
 
   /* iteration: one row per kept iteration, its diagnostics */
   bad = 0;
