@@ -21,10 +21,13 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
 # reference numbers), rsvg-convert (renders the plots), valgrind
 # (tools/test --valgrind), clang with its sanitizer runtimes (the short
 # fuzz runs; absent, they would be skipped), man-db (renders the generated
-# man pages), dpkg-dev, debhelper and lintian (the package test deb.sh).
+# man pages), dpkg-dev, debhelper and lintian (the package test deb.sh),
+# OpenMPI's headers and mpirun (-Dmpi=auto turns MPI on when found; the
+# tests in tests/mpi run ranks with mpirun).
 FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
                      librsvg2-bin valgrind clang libclang-rt-14-dev
-                     man-db dpkg-dev debhelper lintian)
+                     man-db dpkg-dev debhelper lintian
+                     libopenmpi-dev openmpi-bin)
 # What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
 # (its `diamonds` data set, tools/make_diamonds.R) and data.table (fread, the
 # ingest baseline), GNU time (peak RSS), the sqlite3 shell.

@@ -21,6 +21,7 @@ int fly_cmd_export(int argc, char **argv);
 int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
+int fly_cmd_shard(int argc, char **argv);
 
 typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 

@@ -26,6 +26,7 @@ static const subcmd cmds[] = {
   { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
   { "check",   fly_cmd_check,   "verify a database: SQLite, pages, statistics, bounds, runs" },
+  { "shard",   fly_cmd_shard,   "split a data set into shard databases with a manifest; assemble, verify" },
   { "version", fly_cmd_version, "versions of flydb, its schema and the libraries it runs with" },
   { NULL, NULL, NULL },
 };
