@@ -10,12 +10,18 @@
  *   flydb shard --verify --manifest M [--full]      each shard present,
  *                                                   matching (and with
  *                                                   --full, every row)
+ *   [mpirun -np R] flydb shard --map --manifest M   the MAP and Laplace
+ *                                                   precision, each rank
+ *                                                   reading its own shards
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "modelopt.h"
+#include "mpi/comm.h"
 #include "shard/shard.h"
+#include "shard/shard_map.h"
 
 static void show(void *u, const fly_shard_info *s)
 {
@@ -36,7 +42,10 @@ int fly_cmd_shard(int argc, char **argv)
     { "assemble", FLY_OPT_FLAG, "write --manifest listing the SHARD files given, in row order", 0, 0 },
     { "verify", FLY_OPT_FLAG, "check --manifest against its shards", 0, 0 },
     { "full", FLY_OPT_FLAG, "with --verify: read every row and compare the digests", 0, 0 },
-    { "manifest", FLY_OPT_VALUE, "manifest database (with --assemble or --verify)", 0, 0 },
+    { "manifest", FLY_OPT_VALUE, "manifest database (with --assemble, --verify or --map)", 0, 0 },
+    { "map", FLY_OPT_FLAG, "the MAP and Laplace precision of --manifest (run by mpirun's "
+                           "ranks, or one process)", 0, 0 },
+    FLY_MODEL_OPTS,
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
   };
@@ -44,7 +53,8 @@ int fly_cmd_shard(int argc, char **argv)
   fly_err err = {0};
   fly_rc rc;
   const char *synopsis = "--shards S --out DIR [--db PATH] [--data NAME] | "
-                         "--assemble --manifest M SHARD... | --verify --manifest M [--full]";
+                         "--assemble --manifest M SHARD... | --verify --manifest M [--full] | "
+                         "--map --manifest M [model options]";
 
   if( fly_args_parse(&a, argc, argv, FLY_ARGS_MAXPOS, &err) )
     return fly_usage_error(&a, "shard", synopsis, &err);
@@ -52,6 +62,31 @@ int fly_cmd_shard(int argc, char **argv)
   const char *manifest = fly_args_str(&a, "manifest", NULL);
   int assemble = fly_args_set(&a, "assemble"), verify = fly_args_set(&a, "verify");
 
+  if( fly_args_set(&a, "map") ){
+    fly_model_spec spec;
+    fly_comm *c = NULL;
+    fly_shard_map *r = NULL;
+    if( !manifest || assemble || verify ){
+      fly_fail(&err, FLY_MISUSE, "--map needs --manifest M, and excludes --assemble and --verify");
+      return fly_usage_error(&a, "shard", synopsis, &err);
+    }
+    if( fly_modelopt_spec(&a, &spec, &err) )
+      return fly_usage_error(&a, "shard", synopsis, &err);
+    rc = fly_comm_open(&c, &err);
+    if( rc == FLY_OK ) rc = fly_shard_map_run(manifest, &spec, c, 1, &r, &err);
+    if( rc == FLY_OK && fly_comm_rank(c) == 0 ){
+      /* %a: the exact bits, so runs on different rank counts compare. */
+      printf("MAP of %lld rows in %lld shards, %d ranks: log posterior %a\n",
+             (long long)r->n_rows, (long long)r->n_shards, fly_comm_size(c), r->logpost);
+      for(size_t i = 0; i < r->P; i++)
+        printf("theta[%zu] %.17g %a  H[%zu,%zu] %a\n", i, r->theta[i], r->theta[i],
+               i, i, r->H[i * r->P + i]);
+    }
+    fly_shard_map_free(r);
+    int code = fly_report(rc, &err);
+    fly_comm_close(c);
+    return code;
+  }
   if( assemble || verify ){
     if( assemble && verify ){
       fly_fail(&err, FLY_MISUSE, "--assemble and --verify exclude each other");

@@ -1,0 +1,52 @@
+/*
+ * shard_map.h -- the MAP and the Laplace precision of a sharded data set,
+ * computed by R ranks (mpi/comm.h) that each read only their own shards
+ * (issue 28, tuning's first two passes).
+ *
+ * Every L-BFGS evaluation: each rank sums the log likelihood and its
+ * gradient over the rows of each shard it owns (page by page, as
+ * tune/tune.c does over a whole data set), the per-shard values are
+ * gathered on every rank, and every rank adds them to the prior's in shard
+ * order.  All ranks then hold the same bits and take the same L-BFGS step,
+ * so no θ is ever sent; the result is the same for any R (1 to S) and for
+ * one process without MPI.  The Hessian at the MAP is gathered and summed
+ * the same way.  Rank 0 stores the result in the manifest (table
+ * shard_map, one row per model and model options).
+ *
+ * Not yet here: the per-row xi, thinning keys and moment tables (the third
+ * pass), so `flydb sample` cannot use a manifest yet.  The model is
+ * resolved against shard 0, so only models whose options do not depend on
+ * the data are accepted (logistic).
+ */
+#ifndef FLY_SHARD_MAP_H
+#define FLY_SHARD_MAP_H
+
+#include <stddef.h>
+
+#include "mpi/comm.h"
+#include "run/run.h"
+#include "util/err.h"
+
+typedef struct fly_shard_map {
+  size_t  P;            /* n_params */
+  double *theta;        /* P: the MAP */
+  double *H;            /* P x P row-major: -hess log posterior at the MAP */
+  double  logpost;      /* log prior + sum log L at the MAP (no constants) */
+  double  g_norm;       /* |grad| at the MAP */
+  int     iters, evals; /* L-BFGS iterations and evaluations */
+  int64_t n_shards, n_rows;
+} fly_shard_map;
+
+/* Compute the MAP and H of the manifest at manifest_path for model spec s
+ * on the ranks of c (every rank calls it, with the same arguments), after
+ * a quick fly_shard_verify.  Rank 0 writes the result into the manifest.
+ * Errors are those of fly_shard_verify and of reading the shards (on the
+ * rank that read them; the others return FLY_IO "another rank failed"),
+ * FLY_MISUSE for more ranks than shards or a model other than logistic,
+ * FLY_NUMERIC when the MAP search fails.  *pr NULL on failure. */
+fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
+                         fly_comm *c, int verbose, fly_shard_map **pr,
+                         fly_err *err);
+void   fly_shard_map_free(fly_shard_map *r);          /* NULL: no-op */
+
+#endif
