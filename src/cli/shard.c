@@ -10,9 +10,11 @@
  *   flydb shard --verify --manifest M [--full]      each shard present,
  *                                                   matching (and with
  *                                                   --full, every row)
- *   [mpirun -np R] flydb shard --map --manifest M   the MAP and Laplace
- *                                                   precision, each rank
- *                                                   reading its own shards
+ *   [mpirun -np R] flydb shard --tune --manifest M  the bounds: MAP,
+ *                                                   Laplace precision, each
+ *                                                   shard's xi and moments,
+ *                                                   each rank reading and
+ *                                                   writing its own shards
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,9 +44,9 @@ int fly_cmd_shard(int argc, char **argv)
     { "assemble", FLY_OPT_FLAG, "write --manifest listing the SHARD files given, in row order", 0, 0 },
     { "verify", FLY_OPT_FLAG, "check --manifest against its shards", 0, 0 },
     { "full", FLY_OPT_FLAG, "with --verify: read every row and compare the digests", 0, 0 },
-    { "manifest", FLY_OPT_VALUE, "manifest database (with --assemble, --verify or --map)", 0, 0 },
-    { "map", FLY_OPT_FLAG, "the MAP and Laplace precision of --manifest (run by mpirun's "
-                           "ranks, or one process)", 0, 0 },
+    { "manifest", FLY_OPT_VALUE, "manifest database (with --assemble, --verify or --tune)", 0, 0 },
+    { "tune", FLY_OPT_FLAG, "tune the bounds of --manifest: MAP, Laplace precision, each "
+                            "shard's xi and moments (by mpirun's ranks, or one process)", 0, 0 },
     FLY_MODEL_OPTS,
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
@@ -54,7 +56,7 @@ int fly_cmd_shard(int argc, char **argv)
   fly_rc rc;
   const char *synopsis = "--shards S --out DIR [--db PATH] [--data NAME] | "
                          "--assemble --manifest M SHARD... | --verify --manifest M [--full] | "
-                         "--map --manifest M [model options]";
+                         "--tune --manifest M [model options]";
 
   if( fly_args_parse(&a, argc, argv, FLY_ARGS_MAXPOS, &err) )
     return fly_usage_error(&a, "shard", synopsis, &err);
@@ -62,12 +64,12 @@ int fly_cmd_shard(int argc, char **argv)
   const char *manifest = fly_args_str(&a, "manifest", NULL);
   int assemble = fly_args_set(&a, "assemble"), verify = fly_args_set(&a, "verify");
 
-  if( fly_args_set(&a, "map") ){
+  if( fly_args_set(&a, "tune") ){
     fly_model_spec spec;
     fly_comm *c = NULL;
     fly_shard_map *r = NULL;
     if( !manifest || assemble || verify ){
-      fly_fail(&err, FLY_MISUSE, "--map needs --manifest M, and excludes --assemble and --verify");
+      fly_fail(&err, FLY_MISUSE, "--tune needs --manifest M, and excludes --assemble and --verify");
       return fly_usage_error(&a, "shard", synopsis, &err);
     }
     if( fly_modelopt_spec(&a, &spec, &err) )

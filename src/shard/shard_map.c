@@ -161,6 +161,62 @@ static fly_rc hessian(job *jb, const double *th, double *H, fly_err *err)
   return FLY_OK;
 }
 
+/* The bound set of one shard at the MAP r: its own if it is ready and at
+ * those bits, else built (tune/tune.h with a given MAP: xi, keys and the
+ * shard's moments from its rows); its moments into mom. */
+static fly_rc shard_bounds(const char *path, const fly_model *m,
+                           const fly_shard_map *r, double *mom, fly_err *err)
+{
+  fly_db *db = NULL;
+  fly_bounds *b = NULL;
+  fly_tune_opts o;
+  fly_tune_given g = { r->theta, r->H, r->logpost, r->iters, r->g_norm };
+  int64_t ds = 0, id = 0;
+  fly_tune_opts_default(&o);
+  o.given = &g;
+  fly_rc rc = fly_db_open(path, 0, &db, err);
+  if( rc == FLY_OK ) rc = fly_dataset_find(db, NULL, &ds, err);
+  for(int pass = 0; rc == FLY_OK && pass < 2; pass++){
+    o.force = pass;
+    rc = fly_tune_get(db, ds, m, &o, &id, err);
+    if( rc == FLY_OK ) rc = fly_bounds_load(db, id, m, &b, err);
+    if( rc == FLY_OK && memcmp(b->theta_map, r->theta, r->P * sizeof *r->theta) == 0
+        && memcmp(b->prec, r->H, r->P * r->P * sizeof *r->H) == 0 ){
+      if( b->n_mom != r->n_mom )
+        rc = fly_fail(err, FLY_CORRUPT, "bound set %lld: %zu moments, want %zu",
+                      (long long)id, b->n_mom, r->n_mom);
+      else memcpy(mom, b->mom, r->n_mom * sizeof *mom);
+      break;
+    }
+    if( rc == FLY_OK && pass == 1 )
+      rc = fly_fail(err, FLY_CORRUPT, "bound set %lld is not at the MAP it was "
+                    "built at", (long long)id);
+    fly_bounds_free(b);
+    b = NULL;
+  }
+  fly_bounds_free(b);
+  fly_db_close(db);
+  return rc;
+}
+
+/* Tuning's third pass: each rank's shards get their bound set at the MAP;
+ * the per-shard moments are gathered and summed in shard order into
+ * r->mom. */
+static fly_rc bounds(job *jb, char (*path)[4096], fly_shard_map *r,
+                     fly_err *err)
+{
+  fly_rc rc = FLY_OK;
+  for(int64_t k = jb->k0; rc == FLY_OK && k < jb->k1; k++){
+    rc = shard_bounds(path[k], jb->m, r, jb->mine + (size_t)(k - jb->k0) * r->n_mom, err);
+    if( rc ) fly_err_prefix(err, "shard %lld (%s)", (long long)k, path[k]);
+  }
+  if( (rc = gather(jb, rc, r->n_mom, err)) ) return rc;
+  memset(r->mom, 0, r->n_mom * sizeof *r->mom);
+  for(int64_t k = 0; k < jb->S; k++)
+    for(size_t q = 0; q < r->n_mom; q++) r->mom[q] += jb->all[(size_t)k * r->n_mom + q];
+  return FLY_OK;
+}
+
 static fly_rc store(const char *manifest_path, const fly_model *m,
                     const fly_shard_map *r, fly_err *err)
 {
@@ -171,6 +227,7 @@ static fly_rc store(const char *manifest_path, const fly_model *m,
     "  laplace_prec BLOB NOT NULL,"       /* f64[P^2], H */
     "  map_logpost REAL NOT NULL, map_iters INTEGER NOT NULL,"
     "  map_grad_norm REAL NOT NULL,"
+    "  moments BLOB NOT NULL,"            /* f64[n_mom]: sum over shards in order */
     "  PRIMARY KEY (model, model_opts)) WITHOUT ROWID";
   char mopts[256];
   fly_db *db = NULL;
@@ -180,7 +237,7 @@ static fly_rc store(const char *manifest_path, const fly_model *m,
   if( rc == FLY_OK ) rc = fly_db_begin(db, err);
   if( rc == FLY_OK ) rc = fly_db_exec(db, sql, err);
   if( rc == FLY_OK )
-    rc = fly_db_prepare(db, "INSERT OR REPLACE INTO shard_map VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    rc = fly_db_prepare(db, "INSERT OR REPLACE INTO shard_map VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
                         &st, err);
   if( rc == FLY_OK ){
     sqlite3_bind_text(st, 1, m->type->name, -1, SQLITE_STATIC);
@@ -190,6 +247,7 @@ static fly_rc store(const char *manifest_path, const fly_model *m,
     sqlite3_bind_double(st, 5, r->logpost);
     sqlite3_bind_int(st, 6, r->iters);
     sqlite3_bind_double(st, 7, r->g_norm);
+    sqlite3_bind_blob64(st, 8, r->mom, r->n_mom * sizeof *r->mom, SQLITE_STATIC);
     if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "storing the sharded MAP");
   }
   sqlite3_finalize(st);
@@ -202,6 +260,7 @@ static fly_rc store(const char *manifest_path, const fly_model *m,
 void fly_shard_map_free(fly_shard_map *r)
 {
   if( !r ) return;
+  fly_free(r->mom);
   fly_free(r->theta);
   fly_free(r->H);
   fly_free(r);
@@ -264,7 +323,9 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
     size_t pr_j = (size_t)fly_pages_info_of(jb.own[j].pg)->page_rows;
     if( pr_j > jb.page_rows ) jb.page_rows = pr_j;
   }
-  size_t wl = m.type->work_len(&m, jb.page_rows), len = jb.P * jb.P > jb.P + 1 ? jb.P * jb.P : jb.P + 1;
+  size_t wl = m.type->work_len(&m, jb.page_rows), n_mom = m.type->n_moments(&m);
+  size_t len = jb.P * jb.P > jb.P + 1 ? jb.P * jb.P : jb.P + 1;
+  if( n_mom > len ) len = n_mom;
   jb.X = fly_alloc_array(jb.page_rows, jb.ldx * sizeof *jb.X);
   jb.logL = fly_alloc_array(jb.page_rows, sizeof *jb.logL);
   jb.ones = fly_alloc_array(jb.page_rows, sizeof *jb.ones);
@@ -275,9 +336,10 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
   if( r ){
     r->theta = fly_alloc_array(jb.P, sizeof *r->theta);
     r->H = fly_alloc_array(jb.P * jb.P, sizeof *r->H);
+    r->mom = fly_alloc_array(n_mom, sizeof *r->mom);
   }
   if( !jb.X || !jb.logL || !jb.ones || !jb.work || !jb.mine || !jb.all || !r
-      || !r->theta || !r->H ){
+      || !r->theta || !r->H || !r->mom ){
     rc = fly_fail(err, FLY_NOMEM, "sharded tuning buffers");
     goto setup;
   }
@@ -285,6 +347,7 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
   r->P = jb.P;
   r->n_shards = jb.S;
   r->n_rows = n_rows;
+  r->n_mom = n_mom;
 
 setup:
   /* Every rank passes here, so a rank that failed stops the others. */
@@ -312,6 +375,7 @@ setup:
   r->iters = lr.iters;
   r->evals = lr.evals;
   if( (rc = hessian(&jb, r->theta, r->H, err)) ) goto done;
+  if( (rc = bounds(&jb, ps.p, r, err)) ) goto done;
   if( verbose && fly_comm_rank(c) == 0 )
     fprintf(stderr, "shard tune: %lld shards on %d ranks: MAP in %d iterations "
             "(%d evaluations), log posterior %.12g, |grad| %.3g\n", (long long)jb.S,

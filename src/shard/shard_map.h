@@ -10,11 +10,13 @@
  * order.  All ranks then hold the same bits and take the same L-BFGS step,
  * so no θ is ever sent; the result is the same for any R (1 to S) and for
  * one process without MPI.  The Hessian at the MAP is gathered and summed
- * the same way.  Rank 0 stores the result in the manifest (table
- * shard_map, one row per model and model options).
+ * the same way.  Then each rank writes into each of its shards an ordinary
+ * bound set at that MAP and H (tune/tune.h, fly_tune_opts.given: per-row xi,
+ * thinning keys, the shard's own moment tables), and the per-shard moments
+ * are gathered and summed in shard order.  Rank 0 stores the result in the
+ * manifest (table shard_map, one row per model and model options).
  *
- * Not yet here: the per-row xi, thinning keys and moment tables (the third
- * pass), so `flydb sample` cannot use a manifest yet.  The model is
+ * Not yet here: sampling a manifest (`flydb sample` cannot use one).  The model is
  * resolved against shard 0, so only models whose options do not depend on
  * the data are accepted (logistic).
  */
@@ -31,6 +33,8 @@ typedef struct fly_shard_map {
   size_t  P;            /* n_params */
   double *theta;        /* P: the MAP */
   double *H;            /* P x P row-major: -hess log posterior at the MAP */
+  double *mom;          /* n_mom: the moment tables, summed over shards */
+  size_t  n_mom;
   double  logpost;      /* log prior + sum log L at the MAP (no constants) */
   double  g_norm;       /* |grad| at the MAP */
   int     iters, evals; /* L-BFGS iterations and evaluations */

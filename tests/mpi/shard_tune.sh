@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# flydb shard --tune: the MAP, the Laplace precision and the moment totals
+# of a 4-shard manifest are the same bits for one process without MPI and
+# for mpirun -np 1, 2 and 4 (per-shard sums gathered and added in shard
+# order on every rank), agree with the unsharded `flydb tune` to the L-BFGS
+# tolerance, and are stored in the manifest; each shard gets an ordinary
+# bound set at that MAP (`flydb check` recomputes its moments from its
+# xi), and the shards' moments add up to the unsharded ones.  More ranks than shards, or a missing shard, stop every rank
+# (exit 1, no hang).  Args: flydb, and 1 if it was built with MPI.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/../e2e/lib.sh"
+flydb=$FLYDB
+have_mpi=${2:-0}
+if [ "$have_mpi" != 1 ] || ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: flydb built without MPI, or no mpirun (tools/setup installs openmpi-bin)"
+  exit 77
+fi
+# Loopback only, as root in a container, more ranks than cores.  Not
+# bound to a core: OpenBLAS then runs as many threads as in one plain
+# process, and the Laplace covariance (dpotri) depends on that count.
+run() { timeout 300 mpirun --bind-to none --oversubscribe --allow-run-as-root --mca btl self,vader,tcp \
+          --mca btl_tcp_if_include lo -np "$@"; }
+
+for d in toy/logistic fmnist-pair/fmnist_pair; do
+  name=${d#*/}
+  "$flydb" ingest "$here/../../datasets/$d.csv" --db $name.db --page-rows 61 2>/dev/null
+  "$flydb" shard --db $name.db --shards 4 --out $name 2>/dev/null
+  # stored: MAP, H, moment totals, and every shard's bound set
+  stored() {
+    sqlite3 "$1/manifest.db" "SELECT hex(theta_map), hex(laplace_prec), hex(moments) FROM shard_map"
+    for s in "$1"/shard-*.db; do
+      sqlite3 "$s" "SELECT hex(theta_map), hex(laplace_prec), hex(laplace_cov) FROM bound_set;
+                    SELECT name, i, j, quote(value) FROM moment ORDER BY 1, 2, 3"
+    done | md5sum
+  }
+  rm -rf p0; cp -r $name p0
+  "$flydb" shard --tune --manifest p0/manifest.db --prior-scale 2 2>/dev/null \
+    | sed 's/, [0-9]* ranks//' >plain.txt
+  want=$(stored p0)
+  for R in 1 2 4; do
+    rm -rf p$R; cp -r $name p$R
+    run $R "$flydb" shard --tune --manifest p$R/manifest.db --prior-scale 2 2>/dev/null \
+      | sed 's/, [0-9]* ranks//' >r$R.txt
+    cmp -s plain.txt r$R.txt || { diff plain.txt r$R.txt | head; fail "$name: -np $R differs from one process"; }
+    [ "$(stored p$R)" = "$want" ] || fail "$name: -np $R stored other bits than one process"
+  done
+  ok "$name: MAP, H, moment totals and the shards' bound sets bit-identical for one process and -np 1, 2, 4 ($(head -1 plain.txt))"
+  for s in p2/shard-*.db; do "$flydb" check --db "$s" >/dev/null || fail "check of $s"; done
+  # A second run finds the shards' bound sets at its MAP and reuses them.
+  run 2 "$flydb" shard --tune --manifest p2/manifest.db --prior-scale 2 >/dev/null 2>&1
+  [ "$(sqlite3 p2/shard-001.db 'SELECT group_concat(id) FROM bound_set')" = 1 ] \
+    || fail "$name: a second run rebuilt the shards' bound sets"
+  [ "$(stored p2)" = "$want" ] || fail "$name: a second run changed what is stored"
+  ok "$name: every shard checks; a second run reuses the shards' bound sets"
+  cp -r p0 $name.tuned
+  # Against the unsharded tune: the same optimum, to the search's tolerance.
+  "$flydb" tune --db $name.db --prior-scale 2 >/dev/null 2>&1
+  python3 - "$name.db" "$name.tuned/manifest.db" <<'PY'
+import sqlite3, struct, sys
+def vec(path, sql):
+    b = sqlite3.connect(path).execute(sql).fetchone()[0]
+    return struct.unpack("<%dd" % (len(b) // 8), b)
+a = vec(sys.argv[1], "SELECT theta_map FROM bound_set")
+b = vec(sys.argv[2], "SELECT theta_map FROM shard_map WHERE model_opts = 'prior=normal;scale=2'")
+worst = max(abs(x - y) / max(1.0, abs(x)) for x, y in zip(a, b))
+assert len(a) == len(b) and worst < 1e-5, (worst, a[:3], b[:3])
+# The shards' moment tables add up to the unsharded one (other MAPs to
+# within the search's tolerance, other summation orders: not bit for bit).
+import glob, os
+d = os.path.dirname(sys.argv[2])
+tot = {}
+for s in sorted(glob.glob(d + "/shard-*.db")):
+    for n, i, j, v in sqlite3.connect(s).execute("SELECT name, i, j, value FROM moment"):
+        tot[(n, i, j)] = tot.get((n, i, j), 0.0) + v
+one = {(n, i, j): v for n, i, j, v in sqlite3.connect(sys.argv[1]).execute(
+    "SELECT name, i, j, value FROM moment")}
+scale = max(abs(v) for v in one.values())
+mw = max(abs(tot[k] - one[k]) for k in one) / scale
+assert set(tot) == set(one) and mw < 1e-4, mw
+print("ok - %s: sharded MAP = unsharded MAP to %.1e, moments to %.1e of their scale"
+      % (sys.argv[1], worst, mw))
+PY
+done
+
+rc=0; run 5 "$flydb" shard --tune --manifest logistic/manifest.db >/dev/null 2>err.txt || rc=$?
+[ $rc != 0 ] && grep -q "5 ranks for 4 shards" err.txt || fail "-np 5 on 4 shards: exit $rc"
+ok "more ranks than shards refused"
+rm logistic/shard-002.db
+rc=0; run 2 "$flydb" shard --tune --manifest logistic/manifest.db >/dev/null 2>err.txt || rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "shard 2 (logistic/shard-002.db) is missing" err.txt \
+  || fail "a missing shard under mpirun: exit $rc ($(head -3 err.txt))"
+ok "a missing shard stops every rank (exit $rc)"
