@@ -10,7 +10,7 @@
  *   flydb shard --verify --manifest M [--full]      each shard present,
  *                                                   matching (and with
  *                                                   --full, every row)
- *   [mpirun -np R] flydb shard --tune --manifest M  the bounds: MAP,
+ *   [mpirun -np R] flydb shard --tune-bounds --manifest M: MAP,
  *                                                   Laplace precision, each
  *                                                   shard's xi and moments,
  *                                                   each rank reading and
@@ -44,8 +44,8 @@ int fly_cmd_shard(int argc, char **argv)
     { "assemble", FLY_OPT_FLAG, "write --manifest listing the SHARD files given, in row order", 0, 0 },
     { "verify", FLY_OPT_FLAG, "check --manifest against its shards", 0, 0 },
     { "full", FLY_OPT_FLAG, "with --verify: read every row and compare the digests", 0, 0 },
-    { "manifest", FLY_OPT_VALUE, "manifest database (with --assemble, --verify or --tune)", 0, 0 },
-    { "tune", FLY_OPT_FLAG, "tune the bounds of --manifest: MAP, Laplace precision, each "
+    { "manifest", FLY_OPT_VALUE, "manifest database (with --assemble, --verify or --tune-bounds)", 0, 0 },
+    { "tune-bounds", FLY_OPT_FLAG, "tune the bounds of --manifest: MAP, Laplace precision, each "
                             "shard's xi and moments (by mpirun's ranks, or one process)", 0, 0 },
     FLY_MODEL_OPTS,
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
@@ -56,20 +56,21 @@ int fly_cmd_shard(int argc, char **argv)
   fly_rc rc;
   const char *synopsis = "--shards S --out DIR [--db PATH] [--data NAME] | "
                          "--assemble --manifest M SHARD... | --verify --manifest M [--full] | "
-                         "--tune --manifest M [model options]";
+                         "--tune-bounds --manifest M [model options]";
 
   if( fly_args_parse(&a, argc, argv, FLY_ARGS_MAXPOS, &err) )
     return fly_usage_error(&a, "shard", synopsis, &err);
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "shard", synopsis); return 0; }
   const char *manifest = fly_args_str(&a, "manifest", NULL);
   int assemble = fly_args_set(&a, "assemble"), verify = fly_args_set(&a, "verify");
+  /* Not --tune: mpirun takes "--tune FILE" for itself wherever it appears. */
 
-  if( fly_args_set(&a, "tune") ){
+  if( fly_args_set(&a, "tune-bounds") ){
     fly_model_spec spec;
     fly_comm *c = NULL;
     fly_shard_map *r = NULL;
     if( !manifest || assemble || verify ){
-      fly_fail(&err, FLY_MISUSE, "--tune needs --manifest M, and excludes --assemble and --verify");
+      fly_fail(&err, FLY_MISUSE, "--tune-bounds needs --manifest M, and excludes --assemble and --verify");
       return fly_usage_error(&a, "shard", synopsis, &err);
     }
     if( fly_modelopt_spec(&a, &spec, &err) )

@@ -39,6 +39,15 @@ fly_rc fly_comm_open(fly_comm **pc, fly_err *err)
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
   }
+#else
+  /* Started by mpirun with several ranks, each would think itself alone
+   * and do the whole job, writing the same files. */
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+  if( n && atoi(n) > 1 ){
+    fly_free(c);
+    return fly_fail(err, FLY_MISUSE, "started as one of %s MPI ranks, but this flydb "
+                    "was built without MPI (meson option -Dmpi)", n);
+  }
 #endif
   *pc = c;
   return FLY_OK;

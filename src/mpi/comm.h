@@ -26,7 +26,8 @@
 typedef struct fly_comm fly_comm;
 
 /* Join the job: MPI_Init when started by mpirun and built with MPI, else
- * one rank.  *pc NULL on failure; close with fly_comm_close. */
+ * one rank.  FLY_MISUSE when started as one of several ranks by a flydb
+ * built without MPI.  *pc NULL on failure; close with fly_comm_close. */
 fly_rc fly_comm_open(fly_comm **pc, fly_err *err);
 void   fly_comm_close(fly_comm *c);                   /* NULL: no-op; MPI_Finalize */
 

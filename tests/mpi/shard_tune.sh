@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# flydb shard --tune: the MAP, the Laplace precision and the moment totals
+# flydb shard --tune-bounds: the MAP, the Laplace precision and the moment totals
 # of a 4-shard manifest are the same bits for one process without MPI and
 # for mpirun -np 1, 2 and 4 (per-shard sums gathered and added in shard
 # order on every rank), agree with the unsharded `flydb tune` to the L-BFGS
@@ -36,20 +36,21 @@ for d in toy/logistic fmnist-pair/fmnist_pair; do
     done | md5sum
   }
   rm -rf p0; cp -r $name p0
-  "$flydb" shard --tune --manifest p0/manifest.db --prior-scale 2 2>/dev/null \
+  "$flydb" shard --tune-bounds --manifest p0/manifest.db --prior-scale 2 2>/dev/null \
     | sed 's/, [0-9]* ranks//' >plain.txt
   want=$(stored p0)
   for R in 1 2 4; do
     rm -rf p$R; cp -r $name p$R
-    run $R "$flydb" shard --tune --manifest p$R/manifest.db --prior-scale 2 2>/dev/null \
+    run $R "$flydb" shard --tune-bounds --manifest p$R/manifest.db --prior-scale 2 2>/dev/null \
       | sed 's/, [0-9]* ranks//' >r$R.txt
+    grep -q "^MAP of" r$R.txt || fail "$name: -np $R printed no MAP"
     cmp -s plain.txt r$R.txt || { diff plain.txt r$R.txt | head; fail "$name: -np $R differs from one process"; }
     [ "$(stored p$R)" = "$want" ] || fail "$name: -np $R stored other bits than one process"
   done
   ok "$name: MAP, H, moment totals and the shards' bound sets bit-identical for one process and -np 1, 2, 4 ($(head -1 plain.txt))"
   for s in p2/shard-*.db; do "$flydb" check --db "$s" >/dev/null || fail "check of $s"; done
   # A second run finds the shards' bound sets at its MAP and reuses them.
-  run 2 "$flydb" shard --tune --manifest p2/manifest.db --prior-scale 2 >/dev/null 2>&1
+  run 2 "$flydb" shard --tune-bounds --manifest p2/manifest.db --prior-scale 2 >/dev/null 2>&1
   [ "$(sqlite3 p2/shard-001.db 'SELECT group_concat(id) FROM bound_set')" = 1 ] \
     || fail "$name: a second run rebuilt the shards' bound sets"
   [ "$(stored p2)" = "$want" ] || fail "$name: a second run changed what is stored"
@@ -84,11 +85,11 @@ print("ok - %s: sharded MAP = unsharded MAP to %.1e, moments to %.1e of their sc
 PY
 done
 
-rc=0; run 5 "$flydb" shard --tune --manifest logistic/manifest.db >/dev/null 2>err.txt || rc=$?
+rc=0; run 5 "$flydb" shard --tune-bounds --manifest logistic/manifest.db >/dev/null 2>err.txt || rc=$?
 [ $rc != 0 ] && grep -q "5 ranks for 4 shards" err.txt || fail "-np 5 on 4 shards: exit $rc"
 ok "more ranks than shards refused"
 rm logistic/shard-002.db
-rc=0; run 2 "$flydb" shard --tune --manifest logistic/manifest.db >/dev/null 2>err.txt || rc=$?
+rc=0; run 2 "$flydb" shard --tune-bounds --manifest logistic/manifest.db >/dev/null 2>err.txt || rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] && grep -q "shard 2 (logistic/shard-002.db) is missing" err.txt \
   || fail "a missing shard under mpirun: exit $rc ($(head -3 err.txt))"
 ok "a missing shard stops every rank (exit $rc)"
@@ -102,12 +103,12 @@ GEN=$(dirname "$FLYDB_BIN")/../../tools/flydb-gen
   | "$flydb" ingest - --db big.db --name big 2>/dev/null
 "$flydb" shard --db big.db --shards 4 --out k 2>/dev/null
 cp -r k ref
-"$flydb" shard --tune --manifest ref/manifest.db >/dev/null 2>&1
-run 2 "$flydb" shard --tune --manifest k/manifest.db >/dev/null 2>kill.err &
+"$flydb" shard --tune-bounds --manifest ref/manifest.db >/dev/null 2>&1
+run 2 "$flydb" shard --tune-bounds --manifest k/manifest.db >/dev/null 2>kill.err &
 job=$!
 victim=
 for _ in $(seq 100); do
-  victim=$(pgrep -f "shard --tune --manifest k/manifest.db" | while read -r p; do
+  victim=$(pgrep -f "shard --tune-bounds --manifest k/manifest.db" | while read -r p; do
              if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = flydb ]; then echo "$p"; fi
            done | tail -1 || true)
   [ -n "$victim" ] && break
@@ -126,6 +127,6 @@ for s in k/shard-*.db; do
   [ "$(sqlite3 "$s" "SELECT count(*) FROM bound_set WHERE status <> 'ready'")" = 0 ] \
     || fail "$s: a killed job left a partial bound set"
 done
-run 2 "$flydb" shard --tune --manifest k/manifest.db >/dev/null 2>&1
+run 2 "$flydb" shard --tune-bounds --manifest k/manifest.db >/dev/null 2>&1
 [ "$(stored k)" = "$(stored ref)" ] || fail "the rerun after a kill stored other bits"
 ok "a rank killed by SIGKILL ends the job (exit $rc, $((SECONDS - t0)) s); the rerun gives the uninterrupted bits"
