@@ -48,6 +48,7 @@ typedef struct job {
   double          *X, *logL, *ones, *work;
   size_t           page_rows;       /* the largest page of any owned shard */
   double          *mine, *all;      /* own and gathered per-shard values */
+  int              checked;         /* a full scan has validated every row */
   int              verbose;
 } job;
 
@@ -67,12 +68,12 @@ static void collect(void *u, const fly_shard_info *s)
   memcpy(ps->p[ps->n++], s->path, sizeof s->path);
 }
 
-/* One page of shard j (of this rank) into jb->X; every value finite and
- * every target the model's, as tune.c requires. */
+/* One page of shard j (of this rank) into jb->X; on the first scan, every
+ * value finite and every target the model's, as tune.c requires. */
 static fly_rc page(job *jb, size_t j, int64_t pg, size_t *n, fly_err *err)
 {
   fly_rc rc = fly_pages_read_page(jb->own[j].pg, pg, jb->X, n, err);
-  for(size_t i = 0; rc == FLY_OK && i < *n; i++){
+  for(size_t i = 0; rc == FLY_OK && !jb->checked && i < *n; i++){
     const double *x = jb->X + i * jb->ldx;
     for(size_t q = 0; q < jb->ldx && rc == FLY_OK; q++)
       if( !isfinite(x[q]) )
@@ -123,6 +124,7 @@ static fly_rc objective(void *u, const double *th, double *f, double *g,
     v[0] = ll;
   }
   if( (rc = gather(jb, rc, len, err)) ) return rc;
+  jb->checked = 1;
   memset(g, 0, P * sizeof *g);
   double lp = fly_model_log_prior(m, th, g), ll = 0;
   for(int64_t k = 0; k < jb->S; k++){
