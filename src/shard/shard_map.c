@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "shard/shard.h"
 #include "store/dataset.h"
@@ -402,5 +403,63 @@ done:
   fly_free(ps.p);
   if( rc ){ fly_shard_map_free(r); r = NULL; }
   *pr = r;
+  return rc;
+}
+
+int fly_shard_is_manifest(fly_db *db)
+{
+  sqlite3_stmt *st = NULL;
+  int yes = 0;
+  if( sqlite3_prepare_v2(fly_db_sqlite(db), "SELECT 1 FROM sqlite_schema WHERE"
+                         " type = 'table' AND name = 'shard_set'", -1, &st, NULL) == SQLITE_OK )
+    yes = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return yes;
+}
+
+fly_rc fly_shard_tune_bounds(fly_db *manifest, const fly_model_spec *s,
+                             const fly_tune_opts *o, fly_bounds **pb,
+                             fly_err *err)
+{
+  fly_comm *c = NULL;
+  fly_shard_map *r = NULL;
+  fly_db *db0 = NULL;
+  fly_bounds *b = NULL;
+  fly_model m;
+  paths ps = { NULL, 0, 0, 0 };
+  int64_t id = 0, bs = 0;
+  struct timespec t0, t1;
+  fly_rc rc;
+
+  *pb = NULL;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if( o && o->tuning && strcmp(o->tuning, "map") != 0 )
+    return fly_fail(err, FLY_MISUSE, "a shard manifest is tuned with --bounds map only so far");
+  rc = fly_comm_open(&c, err);
+  if( rc == FLY_OK ) rc = fly_shard_map_run(fly_db_path(manifest), s, c, o ? o->verbose : 0, &r, err);
+  if( rc == FLY_OK ) rc = fly_shard_verify(fly_db_path(manifest), 0, collect, &ps, NULL, err);
+  if( rc == FLY_OK && (ps.nomem || ps.n == 0) ) rc = fly_fail(err, FLY_NOMEM, "shard paths");
+  if( rc == FLY_OK ) rc = fly_db_open(ps.p[0], FLY_DB_READONLY, &db0, err);
+  if( rc == FLY_OK ) rc = fly_dataset_find(db0, NULL, &id, err);
+  if( rc == FLY_OK ) rc = fly_model_spec_resolve(s, db0, id, &m, err);
+  if( rc == FLY_OK ){
+    fly_tune_opts q;
+    fly_tune_opts_default(&q);
+    rc = fly_tune_get(db0, id, &m, &q, &bs, err);   /* ready: found, not built */
+  }
+  if( rc == FLY_OK ) rc = fly_bounds_load(db0, bs, &m, &b, err);
+  if( rc == FLY_OK && b->n_mom != r->n_mom )
+    rc = fly_fail(err, FLY_CORRUPT, "shard 0: %zu moments, want %zu", b->n_mom, r->n_mom);
+  if( rc == FLY_OK ){
+    memcpy(b->mom, r->mom, r->n_mom * sizeof *r->mom);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    b->tune_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  }
+  if( rc ){ fly_bounds_free(b); b = NULL; }
+  *pb = b;
+  fly_db_close(db0);
+  fly_free(ps.p);
+  fly_shard_map_free(r);
+  fly_comm_close(c);
   return rc;
 }

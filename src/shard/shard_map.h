@@ -27,6 +27,7 @@
 
 #include "mpi/comm.h"
 #include "run/run.h"
+#include "store/db.h"
 #include "util/err.h"
 
 typedef struct fly_shard_map {
@@ -52,5 +53,21 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
                          fly_comm *c, int verbose, fly_shard_map **pr,
                          fly_err *err);
 void   fly_shard_map_free(fly_shard_map *r);          /* NULL: no-op */
+
+/* Whether db is a shard manifest (has table shard_set). */
+int    fly_shard_is_manifest(fly_db *db);
+
+/* `flydb tune` on a manifest (run/tune_job.c): join the ranks (MPI_Init
+ * under mpirun, MPI_Finalize before returning), fly_shard_map_run with MAP
+ * tuning, and the result as a fly_bounds: shard 0's bound set (the MAP, H,
+ * covariance and L-BFGS figures of the whole) with the moment totals in
+ * place of shard 0's own and this call's wall time as tune_seconds.  Every
+ * rank returns it (and `flydb tune` prints it on each).  FLY_MISUSE for fixed tuning (not sharded yet).
+ * *pb NULL on failure. */
+struct fly_tune_opts;
+struct fly_bounds;
+fly_rc fly_shard_tune_bounds(fly_db *manifest, const fly_model_spec *s,
+                             const struct fly_tune_opts *o,
+                             struct fly_bounds **pb, fly_err *err);
 
 #endif

@@ -56,6 +56,14 @@ for d in toy/logistic fmnist-pair/fmnist_pair; do
   [ "$(stored p2)" = "$want" ] || fail "$name: a second run changed what is stored"
   ok "$name: every shard checks; a second run reuses the shards' bound sets"
   cp -r p0 $name.tuned
+  # `flydb tune --db manifest`: the same, through the usual command.
+  for R in 0 2; do
+    rm -rf t$R; cp -r $name t$R
+    if [ $R = 0 ]; then "$flydb" tune --db t$R/manifest.db --prior-scale 2 >/dev/null 2>&1
+    else run $R "$flydb" tune --db t$R/manifest.db --prior-scale 2 >/dev/null 2>&1; fi
+    [ "$(stored t$R)" = "$want" ] || fail "$name: flydb tune on the manifest (R=$R) stored other bits"
+  done
+  ok "$name: flydb tune --db manifest (one process, -np 2) stores the same bits"
   # Against the unsharded tune: the same optimum, to the search's tolerance.
   "$flydb" tune --db $name.db --prior-scale 2 >/dev/null 2>&1
   python3 - "$name.db" "$name.tuned/manifest.db" <<'PY'
