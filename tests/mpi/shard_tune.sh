@@ -13,6 +13,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../e2e/lib.sh"
 flydb=$FLYDB
 have_mpi=${2:-0}
+if [ -n "${FLYDB_E2E_WRAPPER:-}" ]; then
+  echo "SKIP: ranks under $FLYDB_E2E_WRAPPER (mpirun starts the wrapper, and its kill check finds no flydb)"
+  exit 77
+fi
 if [ "$have_mpi" != 1 ] || ! command -v mpirun >/dev/null 2>&1; then
   echo "SKIP: flydb built without MPI, or no mpirun (tools/setup installs openmpi-bin)"
   exit 77
