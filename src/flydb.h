@@ -23,6 +23,8 @@
  *                           (io/export.h)
  *   fly_plot_open()         its trace, ACF and density plots as SVG
  *                           (io/plot.h)
+ *   fly_loo_run()           a run's PSIS-LOO on tall data, stored, and
+ *                           fly_loo_compare() of runs by it (loo/loo.h)
  *   fly_dataset_load()      a data set's shape and column statistics
  *                           (store/dataset.h)
  *   fly_versions_get()      the run-time versions of SQLite, LZ4, xxHash and
@@ -59,5 +61,6 @@
 #include "run/report.h"
 #include "io/export.h"
 #include "io/plot.h"
+#include "loo/loo.h"
 
 #endif

@@ -15,23 +15,30 @@
 
 FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
                 liblz4-dev libxxhash-dev libopenblas-dev libfftw3-dev liblapacke-dev
-                libplplot-dev sqlite3)
+                libplplot-dev sqlite3 zlib1g-dev libzstd-dev liblzma-dev libreadstat-dev)
 # What only the tests need: python3 (e2e checks), R with the posterior and
 # coda packages (reads flydb's CmdStan export, regenerates the diagnostics'
-# reference numbers), rsvg-convert (renders the plots), valgrind
+# reference numbers; nnet's multinom and glm check the formulas' MAPs,
+# rstan's NUTS the posterior of a formula model; loo and RSQLite check flydb
+# loo against loo::loo and loo_subsample; bayesplot and pandas run
+# docs/r-and-python.md), rsvg-convert (renders the plots), valgrind
 # (tools/test --valgrind), clang with its sanitizer runtimes (the short
 # fuzz runs; absent, they would be skipped), man-db (renders the generated
 # man pages), dpkg-dev, debhelper and lintian (the package test deb.sh),
-# OpenMPI's headers and mpirun (-Dmpi=auto turns MPI on when found; the
-# tests in tests/mpi run ranks with mpirun).
-FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda
+# zstd, xz-utils and R's haven (compressed and Stata/SPSS/SAS inputs,
+# ingest_sources.sh), OpenMPI's headers and mpirun (-Dmpi=auto turns MPI on
+# when found; the tests in tests/mpi run ranks with mpirun).
+FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda r-cran-loo r-cran-rsqlite
+                     r-cran-nnet r-cran-rstan r-cran-bayesplot python3-pandas
                      librsvg2-bin valgrind clang libclang-rt-14-dev
-                     man-db dpkg-dev debhelper lintian
+                     man-db dpkg-dev debhelper lintian zstd xz-utils r-cran-haven
                      libopenmpi-dev openmpi-bin)
 # What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
 # (its `diamonds` data set, tools/make_diamonds.R) and data.table (fread, the
-# ingest baseline), GNU time (peak RSS), the sqlite3 shell.
-FLYDB_BENCH_PACKAGES=(r-base-core r-cran-ggplot2 r-cran-data.table time sqlite3)
+# ingest baseline), rstan and posterior (Stan's NUTS, the baseline of the
+# `stan` experiment), GNU time (peak RSS), the sqlite3 shell.
+FLYDB_BENCH_PACKAGES=(r-base-core r-cran-ggplot2 r-cran-data.table r-cran-rstan r-cran-posterior
+                      time sqlite3)
 
 # flydb_missing_packages PKG...: those not installed, one a line (one
 # dpkg-query for all: on a loaded machine each process start is costly).

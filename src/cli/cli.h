@@ -22,6 +22,21 @@ int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
 int fly_cmd_shard(int argc, char **argv);
+int fly_cmd_loo(int argc, char **argv);      /* loo.c, compare.c */
+int fly_cmd_compare(int argc, char **argv);
+/* The options of loo and compare that say how a run's loo is computed
+ * (FLY_CLI_LOO_OPTS in their tables), parsed by fly_cli_loo_opts (loo.c). */
+#define FLY_CLI_LOO_OPTS \
+  { "subsample", FLY_OPT_VALUE, "rows with exact PSIS-LOO: a number, or all (default: " \
+    "all up to 20000 rows, else 1000)", 0, 0 }, \
+  { "draws", FLY_OPT_VALUE, "posterior draws used per run, at most (default 4000; " \
+    "chains pooled, thinned evenly)", 0, 0 }, \
+  { "seed", FLY_OPT_VALUE, "seed of the row subsample (default 1; the same seed " \
+    "samples the same rows for every run of the data)", 0, 0 }, \
+  { "r-eff", FLY_OPT_VALUE, "relative efficiency of the draws, as loo's r_eff: sets " \
+    "the Pareto tail length (default 1)", 0, 0 }
+struct fly_loo_opts;
+fly_rc fly_cli_loo_opts(fly_args *a, struct fly_loo_opts *o, fly_err *err);
 
 typedef enum { FLY_FMT_TABLE, FLY_FMT_CSV, FLY_FMT_JSON } fly_format;
 

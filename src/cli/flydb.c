@@ -24,6 +24,8 @@ static const subcmd cmds[] = {
   { "sample",  fly_cmd_sample,  "run FlyMC (or --regular) chains and store the draws" },
   { "summary", fly_cmd_summary, "posterior table of a run: mean, sd, quantiles, ESS, R-hat" },
   { "export",  fly_cmd_export,  "write a run's draws as CmdStan CSV files or plain CSV" },
+  { "loo",     fly_cmd_loo,     "PSIS-LOO of a run (subsampled on tall data), stored" },
+  { "compare", fly_cmd_compare, "runs of the same rows ranked by elpd_loo (loo_compare)" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
   { "check",   fly_cmd_check,   "verify a database: SQLite, pages, statistics, bounds, runs" },
   { "shard",   fly_cmd_shard,   "split a data set into shard databases with a manifest; assemble, verify" },

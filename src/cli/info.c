@@ -1,7 +1,10 @@
 /*
  * info.c -- `flydb info`: what a database holds.  Per data set: rows,
  * columns, pages, raw vs stored bytes and the compression ratio, then a
- * statistics table per column; then tuned bound sets and runs.
+ * table of the columns (type, missing values, statistics of a numeric
+ * column, levels and counts of a categorical one); for a data set derived
+ * by a design, its parent and the rows left out; then tuned bound sets and
+ * runs.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,18 +25,63 @@ static const char *human(double b, char *buf, size_t cap)
   return buf;
 }
 
+#define LEVELS_SHOWN 20   /* levels listed per categorical column */
+
+/* A categorical column's levels with their counts, in code order. */
+static void show_levels(const fly_dataset_column *c)
+{
+  printf("          levels of '%s' (%zu):", c->name, c->n_levels);
+  for(size_t k = 0; k < c->n_levels && k < LEVELS_SHOWN; k++)
+    printf("%s '%s' %lld", k ? "," : "", c->levels[k], (long long)c->level_counts[k]);
+  if( c->n_levels > LEVELS_SHOWN )
+    printf(", ... and %zu more", c->n_levels - LEVELS_SHOWN);
+  printf("\n");
+}
+
+/* The column table: numeric columns with their statistics, categorical
+ * ones with their levels; the missing values of each. */
 static void show_columns(const fly_dataset *ds)
 {
-  printf("    %4s  %-20s %-9s %12s %12s %12s %12s\n", "col", "name", "role",
-         "mean", "sd", "min", "max");
+  printf("    %4s  %-20s %-9s %-11s %9s %12s %12s %12s %12s\n", "col", "name",
+         "role", "type", "missing", "mean", "sd", "min", "max");
   for(size_t j = 0; j < ds->n_cols; j++){
     const fly_dataset_column *c = &ds->cols[j];
-    printf("    %4d  %-20.20s %-9s %12.5g %12.5g %12.5g %12.5g\n", (int)c->idx,
-           c->name, c->role, c->mean, c->sd, c->min, c->max);
+    if( c->categorical ){
+      printf("    %4d  %-20.20s %-9s %-11s %9lld\n", (int)c->idx, c->name,
+             c->role, "categorical", (long long)c->n_missing);
+      show_levels(c);
+    }else
+      printf("    %4d  %-20.20s %-9s %-11s %9lld %12.5g %12.5g %12.5g %12.5g\n",
+             (int)c->idx, c->name, c->role, "numeric", (long long)c->n_missing,
+             c->mean, c->sd, c->min, c->max);
   }
 }
 
-static void show_dataset(const fly_dataset *ds, int columns)
+static void show_omit(void *u, int64_t idx, int64_t n)
+{
+  const fly_dataset *parent = u;
+  const char *nm = "?";
+  for(size_t j = 0; parent && j < parent->n_cols; j++)
+    if( parent->cols[j].idx == idx ) nm = parent->cols[j].name;
+  printf("  left out   %lld rows missing '%s'\n", (long long)n, nm);
+}
+
+/* What a derived data set was built from, and the rows it left out. */
+static fly_rc show_derived(fly_db *db, const fly_dataset *ds, fly_err *err)
+{
+  fly_dataset *parent = NULL;
+  fly_rc rc = fly_dataset_load(db, ds->parent_id, &parent, err);
+  if( rc ) return rc;
+  printf("  derived    from data set '%s' by the design %s: %lld rows left out "
+         "for a missing value\n", parent->name, ds->design_key,
+         (long long)ds->n_omitted);
+  rc = fly_dataset_omitted(db, ds->id, show_omit, parent, err);
+  fly_dataset_free(parent);
+  return rc;
+}
+
+static fly_rc show_dataset(fly_db *db, const fly_dataset *ds, int columns,
+                           fly_err *err)
 {
   char a[32], b[32];
   printf("\ndata set '%s' (id %lld), from %s, %s\n", ds->name,
@@ -50,7 +98,12 @@ static void show_dataset(const fly_dataset *ds, int columns)
          human((double)ds->stored_bytes, b, sizeof b),
          ds->stored_bytes > 0 ? (double)ds->raw_bytes / (double)ds->stored_bytes
                               : 0.0);
+  if( ds->parent_id ){
+    fly_rc rc = show_derived(db, ds, err);
+    if( rc ) return rc;
+  }
   if( columns ) show_columns(ds);
+  return FLY_OK;
 }
 
 static void show_bounds(void *ctx, const fly_bounds_brief *b)
@@ -84,7 +137,7 @@ static fly_rc show(fly_db *db, int columns, fly_err *err)
   for(size_t i = 0; i < n_ds && rc == FLY_OK; i++){
     fly_dataset *ds = NULL;
     if( (rc = fly_dataset_load(db, ids[i], &ds, err)) == FLY_OK )
-      show_dataset(ds, columns);
+      rc = show_dataset(db, ds, columns, err);
     fly_dataset_free(ds);
   }
   fly_free(ids);

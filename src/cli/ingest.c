@@ -14,6 +14,8 @@
 
 #include "cli.h"
 #include "io/ingest.h"
+#include "io/source.h"
+#include "util/mem.h"
 #include "progress.h"
 #include "store/codec.h"
 
@@ -61,6 +63,18 @@ int fly_cmd_ingest(int argc, char **argv)
                                   "16 KiB in a new file: e.g. 92 rows of 22 f64 values)", 0, 0 },
     { "precision", FLY_OPT_VALUE, "f64 (default) or f32", 0, 0 },
     { "name", FLY_OPT_VALUE, "data set name (default: file name without extension)", 0, 0 },
+    { "categorical", FLY_OPT_VALUE, "COL,COL...: categorical columns, every cell a label "
+                                    "(default: a column is categorical when a cell is "
+                                    "not a number)", 0, 0 },
+    { "numeric", FLY_OPT_VALUE, "COL,COL...: numeric columns: a cell that is not a "
+                                "number is an error", 0, 0 },
+    { "na-strings", FLY_OPT_VALUE, "S,S...: cell texts meaning a missing value, besides "
+                                   "the empty cell and NA (e.g. '.,NULL')", 0, 0 },
+    { "threads", FLY_OPT_VALUE, "parse threads (default: the processors, at most 8; "
+                                "1: no threads); the data set is the same whatever the number", 0, 0 },
+    { "from", FLY_OPT_VALUE, "SQLite database to read --query from (opened read-only), "
+                             "instead of FILE", 0, 0 },
+    { "query", FLY_OPT_VALUE, "SQL query on the --from database: its result is the data", 0, 0 },
     { "help", FLY_OPT_FLAG, "show this help", 0, 0 },
     { NULL, 0, NULL, 0, 0 },
   };
@@ -69,22 +83,36 @@ int fly_cmd_ingest(int argc, char **argv)
   fly_ingest_opts o;
   fly_ingest_result res;
   fly_progress pg;
-  const char *synopsis = "FILE|- [options]";
+  const char *synopsis = "FILE|- [options]   (FILE: CSV, .gz, .zst, .xz, .dta, .sav, "
+                         ".sas7bdat; or --from DB --query SQL)";
+  fly_source *src = NULL;
+  fly_source_opts so;
 
   fly_ingest_opts_default(&o);
   if( fly_args_parse(&a, argc, argv, 1, &err) ) return fly_usage_error(&a, "ingest", synopsis, &err);
   if( fly_args_set(&a, "help") ){ fly_args_usage(&a, "ingest", synopsis); return 0; }
-  if( a.n_pos != 1 ){
-    fly_fail(&err, FLY_MISUSE, "expected one CSV file (or - for standard input)");
+  fly_source_opts_default(&so);
+  so.query = fly_args_str(&a, "query", NULL);
+  const char *from = fly_args_str(&a, "from", NULL);
+  if( a.n_pos != !from || !from != !so.query ){
+    fly_fail(&err, FLY_MISUSE, from || so.query ? "--from and --query go together, without FILE"
+                                                : "expected one CSV file (or - for standard input)");
     return fly_usage_error(&a, "ingest", synopsis, &err);
   }
-  const char *file = a.pos[0];
+  const char *file = from ? from : a.pos[0];
   const char *db_path = fly_args_str(&a, "db", "flydb.db");
   o.target = fly_args_str(&a, "target", NULL);
   o.name = fly_args_str(&a, "name", NULL);
+  o.categorical = fly_args_str(&a, "categorical", NULL);
+  o.numeric = fly_args_str(&a, "numeric", NULL);
+  o.na_strings = fly_args_str(&a, "na-strings", NULL);
   o.intercept = !fly_args_set(&a, "no-intercept");
   if( fly_args_int(&a, "page-rows", 0, 1, 1 << 24, &o.page_rows, &err) )
     return fly_usage_error(&a, "ingest", synopsis, &err);
+  int64_t threads = 0;
+  if( fly_args_int(&a, "threads", 0, 1, 1024, &threads, &err) )
+    return fly_usage_error(&a, "ingest", synopsis, &err);
+  o.threads = (int)threads;
   const char *prec = fly_args_str(&a, "precision", "f64");
   if( strcmp(prec, "f64") == 0 ) o.prec = FLY_PREC_F64;
   else if( strcmp(prec, "f32") == 0 ) o.prec = FLY_PREC_F32;
@@ -103,7 +131,33 @@ int fly_cmd_ingest(int argc, char **argv)
   double t0 = fly_now();
   catch_signals();
   fly_progress_start(&pg);
-  fly_rc rc = fly_ingest(db_path, NULL, file, &o, &res, &err);
+  fly_rc rc = fly_source_open(file, &so, &src, &err);
+  char *cats = NULL;
+  if( rc == FLY_OK ){
+    /* variables with value labels (Stata, SPSS, SAS) are categorical,
+     * besides those --categorical names */
+    const char *const *cn;
+    size_t ncn, len = o.categorical ? strlen(o.categorical) + 1 : 1;
+    fly_source_categorical(src, &cn, &ncn);
+    for(size_t i = 0; i < ncn; i++) len += strlen(cn[i]) + 1;
+    if( ncn && (cats = fly_alloc_array(len, 1)) ){
+      strcpy(cats, o.categorical ? o.categorical : "");
+      for(size_t i = 0; i < ncn; i++){
+        if( cats[0] ) strcat(cats, ",");
+        strcat(cats, cn[i]);
+      }
+      o.categorical = cats;
+    }else if( ncn ) rc = fly_fail(&err, FLY_NOMEM, "categorical column names");
+  }
+  if( rc == FLY_OK ){
+    rc = fly_ingest(db_path, fly_source_file(src), strcmp(file, "-") == 0 ? "<stdin>" : file,
+                    &o, &res, &err);
+    /* a read error of the source: say what went wrong where */
+    if( rc != FLY_OK && !g_sig && fly_source_error(src) )
+      fly_fail(&err, rc, "%s", fly_source_error(src));
+  }
+  fly_source_close(src);
+  fly_free(cats);
   fly_progress_end(&pg);
   if( rc == FLY_OK ){
     double t = fly_now() - t0, mb = (double)res.bytes_read / 1e6;

@@ -18,5 +18,11 @@ fly_rc fly_modelopt_spec(fly_args *a, fly_model_spec *s, fly_err *err)
       (rc = fly_args_real(a, "nu", 4.0, 1e-6, 1e12, &s->nu, err)) ) return rc;
   if( fly_args_set(a, "scale") &&
       (rc = fly_args_real(a, "scale", 1.0, 1e-300, 1e300, &s->scale, err)) ) return rc;
+  s->formula = fly_args_str(a, "formula", NULL);
+  s->reference = fly_args_str(a, "reference", NULL);
+  const char *na = fly_args_str(a, "na", "omit");
+  if( !strcmp(na, "error") ) s->na_error = 1;
+  else if( strcmp(na, "omit") )
+    return fly_fail(err, FLY_MISUSE, "--na: '%s' is not omit or error", na);
   return FLY_OK;
 }

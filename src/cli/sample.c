@@ -33,14 +33,19 @@ static fly_opt sample_opts_tmpl[] = {
   { "chains", FLY_OPT_VALUE, "number of chains, run in parallel (default 2)", 0, 0 },
   { "seed", FLY_OPT_VALUE, "RNG seed (default: from the clock; stored)", 0, 0 },
   { "thin", FLY_OPT_VALUE, "keep every K-th iteration (default 1)", 0, 0 },
-  { "z", FLY_OPT_VALUE, "gibbs | implicit[=q_db] | explicit[=fraction] (default gibbs "
-                        "with MAP bounds, implicit=0.1 with fixed)", 0, 0 },
-  { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1): the baseline", 0, 0 },
+  { "z", FLY_OPT_VALUE, "gibbs | implicit[=q_db] | explicit[=fraction] (default: with none "
+                        "of --z, --regular, --sampler and the other sampler options, flydb "
+                        "chooses gibbs with mh, gibbs with nuts or --regular with nuts by "
+                        "estimated cost per effective draw, and says why; else gibbs with "
+                        "MAP bounds, implicit=0.1 with fixed)", 0, 0 },
+  { "regular", FLY_OPT_FLAG, "full-data MCMC (every z = 1)", 0, 0 },
   { "bounds", FLY_OPT_VALUE, "map (default) | fixed[=xi] (untuned, xi 1.5)", 0, 0 },
-  { "sampler", FLY_OPT_VALUE, "theta kernel: mh (default) | mala | slice | hmc | nuts", 0, 0 },
+  { "sampler", FLY_OPT_VALUE, "theta kernel: mh | mala | slice | hmc | nuts (default: "
+                              "chosen, see --z; mh when --z or --regular is given)", 0, 0 },
   { "theta-steps", FLY_OPT_VALUE, "theta updates per z update (default 32 with --z gibbs "
                                   "and --sampler mh, else 1)", 0, 0 },
-  { "leapfrog", FLY_OPT_VALUE, "hmc: leapfrog steps per iteration (default 16)", 0, 0 },
+  { "leapfrog", FLY_OPT_VALUE, "hmc: at most L leapfrog steps an update, uniform on 1..L "
+                               "(default 16)", 0, 0 },
   { "proposal", FLY_OPT_VALUE, "laplace (default) | isotropic (the paper's): the "
                                "kernel's preconditioner", 0, 0 },
   { "step", FLY_OPT_VALUE, "initial step size (default by kernel; slice: interval "

@@ -92,6 +92,7 @@ static void print_json(const fly_summary *s)
   printf(", \"sample_seconds\": "); json_num(s->seconds);
   printf(", \"min_ess_bulk_per_second\": "); json_num(s->ess_per_second);
   if( s->n_kstats ){
+    printf(", \"accept_stat\": "); json_num(s->accept_stat);
     printf(", \"kernel_iterations\": %zu, \"divergent\": %zu, \"max_treedepth_hits\": %zu, "
            "\"ebfmi\": [", s->n_kstats, s->n_divergent, s->n_max_depth);
     for(size_t c = 0; c < s->n_chains; c++){
@@ -125,7 +126,14 @@ static void print_table(const fly_summary *s)
     printf("%-20.20s %10.4g %10.4g %10.4g %10.4g %10.4g %10.4g %7.3f %9.0f %9.0f %10.3g\n",
            s->rows[p].name, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
   }
-  if( isfinite(s->mean_bright) )
+  /* NUTS accepts every step (it moves to a point of its trajectory); its
+   * acceptance is the mean acceptance statistic, as Stan reports it */
+  if( isfinite(s->mean_bright) && isfinite(s->accept_stat) )
+    printf("\nmean accept_stat %.3f (NUTS; the step size adapts it to 0.8); bright rows %.1f "
+           "(%.3f%% of N = %lld); per iteration %.1f likelihood evaluations, %.1f rows read\n",
+           s->accept_stat, s->mean_bright, 100.0 * s->mean_bright / (double)s->n_rows,
+           (long long)s->n_rows, s->lik_evals, s->rows_read);
+  else if( isfinite(s->mean_bright) )
     printf("\nacceptance %.3f; bright rows %.1f (%.3f%% of N = %lld); per iteration %.1f "
            "likelihood evaluations, %.1f rows read\n", s->acceptance, s->mean_bright,
            100.0 * s->mean_bright / (double)s->n_rows, (long long)s->n_rows, s->lik_evals,

@@ -15,6 +15,13 @@
 #include "store/db.h"
 #include "tune/tune.h"
 
+/* The library's news (what a formula did) on stderr. */
+static void say_line(void *ctx, const char *line)
+{
+  (void)ctx;
+  fprintf(stderr, "%s\n", line);
+}
+
 int fly_cmd_tune(int argc, char **argv)
 {
   fly_opt opts[] = {
@@ -32,6 +39,7 @@ int fly_cmd_tune(int argc, char **argv)
   fly_bounds *bd = NULL;
   fly_tune_opts to;
   fly_model_spec spec;
+  fly_run_hooks hooks = { NULL, say_line, NULL };
   int usage = 0;
   const char *synopsis = "[options]";
   fly_rc rc;
@@ -58,8 +66,8 @@ int fly_cmd_tune(int argc, char **argv)
     return fly_usage_error(&a, "tune", synopsis, &err);
   rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), 0, &db, &err);
   if( rc == FLY_OK &&
-      (rc = fly_run_tune(db, fly_args_str(&a, "data", NULL), &spec, &to, &bd, &usage,
-                         &err)) && usage ){
+      (rc = fly_run_tune(db, fly_args_str(&a, "data", NULL), &spec, &to, &hooks, &bd,
+                         &usage, &err)) && usage ){
     fly_db_close(db);
     return fly_usage_error(&a, "tune", synopsis, &err);
   }

@@ -23,7 +23,9 @@
  * them and names neither a kernel nor a mode.
  *
  * Regular mode (zstep_regular.c): log p(theta | x) over all rows, from an
- * in-memory block (or page by page), through the same kernel.
+ * in-memory block (or page by page), through the same kernel; each block
+ * of rows goes through the model's fused full-data sum (model.h: full),
+ * one product with the block each way, or eval and grad without one.
  *
  * The steady state allocates nothing: buffers grow only when the bright set
  * or a candidate batch is larger than ever before.
@@ -38,6 +40,17 @@
 #include "util/vmath.h"
 
 #define CHUNK 4096            /* rows per model evaluation in regular mode */
+#define FULL_BLOCK_BYTES (256u << 10)   /* bytes of rows per in-memory full-data block */
+
+/* Rows per block of the in-memory full-data sum: the block stays in the
+ * core's own cache between the model's product with it and the one with
+ * its transpose (FULL_BLOCK_BYTES of rows), and at most CHUNK, the
+ * evaluation buffers' size. */
+static size_t full_rows(const fly_chain *c)
+{
+  size_t r = FULL_BLOCK_BYTES / (c->W * sizeof(double));
+  return r < 64 ? 64 : r > CHUNK ? CHUNK : r;
+}
 
 const fly_kernel_type *fly_kernel_type_of(fly_kernel k)
 {
@@ -154,6 +167,19 @@ void fly_chain_flymc_accept(void *ctx)
   c->base = c->base_new;
 }
 
+/* sum_i log L_i over n rows X (n <= ev_cap), grad += its gradient if
+ * non-NULL: the model's fused full-data sum, else eval and grad. */
+static double full_block(fly_chain *c, const double *th, const double *X, size_t n,
+                         double *grad)
+{
+  const fly_model *m = c->m;
+  if( m->type->full ) return m->type->full->logp_grad(m, th, X, c->W, n, grad, c->work);
+  m->type->eval(m, th, X, c->W, NULL, n, c->logL, NULL, c->work);
+  double sum = fly_vsum(c->logL, n);
+  if( grad ) m->type->grad(m, th, X, c->W, NULL, n, c->ones, NULL, grad, c->work);
+  return sum;
+}
+
 fly_rc fly_chain_full_sum(fly_chain *c, const double *th, double *out, double *grad,
                           fly_err *err)
 {
@@ -163,12 +189,10 @@ fly_rc fly_chain_full_sum(fly_chain *c, const double *th, double *out, double *g
   double sum = fly_model_log_prior(m, th, grad);
   fly_rc rc;
   if( cfg->Xall ){
-    for(int64_t r = 0; r < cfg->N; r += CHUNK){
-      size_t n = (size_t)(cfg->N - r < CHUNK ? cfg->N - r : CHUNK);
-      const double *X = cfg->Xall + (size_t)r * c->W;
-      m->type->eval(m, th, X, c->W, NULL, n, c->logL, NULL, c->work);
-      for(size_t i = 0; i < n; i++) sum += c->logL[i];
-      if( grad ) m->type->grad(m, th, X, c->W, NULL, n, c->ones, NULL, grad, c->work);
+    size_t blk = full_rows(c);
+    for(int64_t r = 0; r < cfg->N; r += (int64_t)blk){
+      size_t n = (size_t)(cfg->N - r < (int64_t)blk ? cfg->N - r : (int64_t)blk);
+      sum += full_block(c, th, cfg->Xall + (size_t)r * c->W, n, grad);
     }
   }else{
     const fly_pages_info *in = fly_pages_info_of(c->data);
@@ -180,9 +204,7 @@ fly_rc fly_chain_full_sum(fly_chain *c, const double *th, double *out, double *g
       fly_prof_pop(&c->prof);
       if( rc ) return rc;
       if( (rc = fly_chain_ev_reserve(c, n, err)) ) return rc;
-      m->type->eval(m, th, rows, c->W, NULL, n, c->logL, NULL, c->work);
-      for(size_t i = 0; i < n; i++) sum += c->logL[i];
-      if( grad ) m->type->grad(m, th, rows, c->W, NULL, n, c->ones, NULL, grad, c->work);
+      sum += full_block(c, th, rows, n, grad);
     }
   }
   *out = sum;

@@ -5,7 +5,9 @@
  * from all rows in memory (cfg->Xall) or page by page.
  *
  * State: none.  Cost: N likelihood evaluations per target evaluation
- * (and, streaming, N rows read).
+ * (and, streaming, N rows read): for a model with a fused full-data sum
+ * (model.h: full), one product with the rows for log p and a second, with
+ * their transpose, for its gradient.
  */
 #include "flymc/chain_impl.h"
 

@@ -28,7 +28,10 @@
  * call for numbers of up to 15 digits.  A record that runs past the buffer
  * is moved to the front and parsed again; a record longer than the buffer
  * doubles it.  Memory is the 1 MiB buffer, or under 2x the longest record,
- * plus the longest non-plain cell and the header, whatever the file size.
+ * plus the longest non-plain cell and the header, whatever the file size;
+ * the cells mode (fly_csv_next_cells) adds one buffer of the read buffer's
+ * size for the unescaped texts of quoted cells, so a record's texts stay
+ * put until the next call.
  * The workload is one sequential pass of a large numeric file (10^6 x 20
  * and up) whose cells mostly have 15 significant digits or fewer, so the
  * fast path is what matters; strtod is several times slower per byte.
@@ -81,6 +84,11 @@ struct fly_csv {
   size_t    off_cap;    /* entries allocated for name_off */
   char     *tmp;        /* scratch for one unquoted/trimmed cell */
   size_t    tmp_cap;    /* bytes allocated for tmp */
+  char     *txt;        /* cells mode: unescaped quoted texts of a record */
+  size_t    txt_cap;    /* bytes allocated for txt, > cap when in use */
+  size_t    txt_len;    /* bytes of txt used by the current record */
+  int       chunk;      /* 1: a chunk reader: path and names borrowed from
+                           the header's reader, txt kept for the chunk */
 };
 
 /* How a field ended. */
@@ -350,21 +358,21 @@ static fly_rc field(fly_csv *c, const char **pp, int64_t *pl, size_t col,
   return FLY_OK;
 }
 
-/* Convert a located field to a finite double (strtod semantics, blanks
- * trimmed).  line and col place it in messages. */
-static fly_rc cell(fly_csv *c, const fld *f, int64_t line, size_t col,
-                   double *out, fly_err *err)
+/* What a cell's text is as a number. */
+enum { NUM_OK, NUM_EMPTY, NUM_NOT, NUM_NONFINITE, NUM_OVERFLOW, NUM_NOMEM };
+
+/* Convert the text of a located field (quotes undone, blanks trimmed) with
+ * strtod semantics into *out.  *pa, *pb: the trimmed text in c->tmp, for
+ * messages.  Returns NUM_OK or why not. */
+static int num_of(fly_csv *c, const fld *f, double *out, char **pa, char **pb)
 {
   size_t n = (size_t)(f->e - f->s), k = 0;
   const char *s, *q;
-  char *t, *a, *b, *qe, txt[SHOW_MAX + 8], nm[SHOW_MAX + 8];
+  char *t, *a, *b, *qe;
   double v;
-  int r, bad = 0;                           /* 1: NaN/Inf, 2: overflow */
 
   t = grow(c->tmp, &c->tmp_cap, n + 1, 1);
-  if( !t )
-    return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for a "
-                    "%zu-byte cell", c->path, (long long)line, col, n);
+  if( !t ) return NUM_NOMEM;
   c->tmp = t;
   if( f->quoted ){
     for( s = f->s; s < f->e; s++ ){
@@ -380,40 +388,94 @@ static fly_rc cell(fly_csv *c, const fld *f, int64_t line, size_t col,
   while( a < b && IS_BLANK(*a) ) a++;
   while( b > a && IS_BLANK(b[-1]) ) b--;
   *b = 0;
-  if( a < b ){
-    r = fast_num(a, &q, &v);
-    if( r == 1 && q == b ){
-      *out = v;
-      return FLY_OK;
-    }
-    if( (unsigned char)*a > ' ' ){          /* strtod would skip \v \f \n */
-      errno = 0;
-      v = strtod(a, &qe);
-      if( qe == b ){
-        if( isfinite(v) ){
-          *out = v;
-          return FLY_OK;
-        }
-        bad = errno == ERANGE ? 2 : 1;
+  *pa = a;
+  *pb = b;
+  if( a == b ) return NUM_EMPTY;
+  if( fast_num(a, &q, &v) == 1 && q == b ){
+    *out = v;
+    return NUM_OK;
+  }
+  if( (unsigned char)*a > ' ' ){            /* strtod would skip \v \f \n */
+    errno = 0;
+    v = strtod(a, &qe);
+    if( qe == b ){
+      if( isfinite(v) ){
+        *out = v;
+        return NUM_OK;
       }
+      return errno == ERANGE ? NUM_OVERFLOW : NUM_NONFINITE;
     }
   }
+  return NUM_NOT;
+}
+
+/* Convert a located field to a finite double (strtod semantics, blanks
+ * trimmed).  line and col place it in messages. */
+static fly_rc cell(fly_csv *c, const fld *f, int64_t line, size_t col,
+                   double *out, fly_err *err)
+{
+  char *a = NULL, *b = NULL, txt[SHOW_MAX + 8], nm[SHOW_MAX + 8];
+  const char *s;
+  int r = num_of(c, f, out, &a, &b);
+
+  if( r == NUM_OK ) return FLY_OK;
+  if( r == NUM_NOMEM )
+    return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for a "
+                    "%zu-byte cell", c->path, (long long)line, col,
+                    (size_t)(f->e - f->s));
   s = c->names + c->name_off[col - 1];
   show(nm, sizeof nm, s, strlen(s));
   show(txt, sizeof txt, a, (size_t)(b - a));
-  if( a == b )
+  if( r == NUM_EMPTY )
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: empty cell, want a number "
                     "(column '%s')", c->path, (long long)line, col, nm);
-  if( bad == 2 )
+  if( r == NUM_OVERFLOW )
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' overflows a double, "
                     "want a finite number (column '%s')",
                     c->path, (long long)line, col, txt, nm);
-  if( bad == 1 )
+  if( r == NUM_NONFINITE )
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' is not a finite "
                     "number; NaN and Inf are not allowed (column '%s')",
                     c->path, (long long)line, col, txt, nm);
   return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' is not a number "
                   "(column '%s')", c->path, (long long)line, col, txt, nm);
+}
+
+/* Cells mode: the text of a located field into *cl (quotes undone into
+ * c->txt, which holds more than the buffer so it never moves during a
+ * record; an unquoted field is trimmed, a quoted one kept as written), and
+ * its value when it is a finite number.  FLY_PARSE for a NUL byte. */
+static fly_rc text_cell(fly_csv *c, const fld *f, int64_t line, size_t col,
+                        fly_csv_cell *cl, fly_err *err)
+{
+  char *a = NULL, *b = NULL;
+  int r;
+
+  if( f->quoted && memchr(f->s, '"', (size_t)(f->e - f->s)) ){
+    char *t = c->txt + c->txt_len;
+    size_t k = 0;
+    for( const char *s = f->s; s < f->e; s++ ){
+      t[k++] = *s;
+      if( *s == '"' ) s++;                  /* "" -> " */
+    }
+    cl->s = t;
+    cl->n = k;
+    c->txt_len += k;
+  }else{
+    cl->s = f->s;
+    cl->n = (size_t)(f->e - f->s);
+  }
+  if( memchr(cl->s, 0, cl->n) )
+    return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: NUL byte in a cell",
+                    c->path, (long long)line, col);
+  cl->quoted = f->quoted;
+  r = num_of(c, f, &cl->v, &a, &b);
+  if( r == NUM_NOMEM )
+    return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for a "
+                    "%zu-byte cell", c->path, (long long)line, col, cl->n);
+  cl->num = r == NUM_OK;
+  if( !cl->num ) cl->v = NAN;
+  return FLY_OK;
 }
 
 /* A record has more than ncols fields: count them (p is after the comma
@@ -434,8 +496,10 @@ static fly_rc too_many(fly_csv *c, const char *p, int64_t line, fly_err *err)
                   c->ncols);
 }
 
-/* Parse one data record at pos into vals. */
-static fly_rc record(fly_csv *c, double *vals, fly_err *err)
+/* Parse one data record at pos into vals, or (cells non-NULL) into
+ * cells. */
+static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
+                     fly_err *err)
 {
   const char *buf = c->buf, *p;
   const size_t n = c->ncols;
@@ -448,8 +512,9 @@ static fly_rc record(fly_csv *c, double *vals, fly_err *err)
   p = buf + c->pos;
   if( p == buf + c->end ) return c->eof ? FLY_DONE : MORE;
   line = start = c->line;
+  if( !c->chunk ) c->txt_len = 0;
   for(;;){
-    const char *q = p, *e;
+    const char *q = p, *e, *ne;
     double v;
     int term, r;
 
@@ -460,6 +525,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_err *err)
       v = strtod(q, &se);
       r = (se == e && isfinite(v)) ? 1 : 0;
     }
+    ne = r == 1 ? e : q;
     if( r == 1 ){
       while( IS_BLANK(*e) ) e++;
       if( *e == ',' ){ p = e + 1; term = T_COMMA; }
@@ -467,17 +533,27 @@ static fly_rc record(fly_csv *c, double *vals, fly_err *err)
       else if( *e == '\r' && e[1] == '\n' ){ p = e + 2; term = T_EOL; }
       else r = 0;
     }
+    if( r == 1 && cells ){                  /* [q, number end) is the text */
+      fly_csv_cell *cl = &cells[j];
+      cl->s = q;
+      cl->n = (size_t)(ne - q);
+      cl->v = v;
+      cl->num = 1;
+      cl->quoted = 0;
+    }
     if( r != 1 ){                           /* the general path */
       int64_t fl = line;
       fld f;
       rc = field(c, &p, &fl, j + 1, &f, err);
       if( rc != FLY_OK ) return rc;
-      rc = cell(c, &f, line, j + 1, &v, err);
+      rc = cells ? text_cell(c, &f, line, j + 1, &cells[j], err)
+                 : cell(c, &f, line, j + 1, &v, err);
       if( rc != FLY_OK ) return rc;
       line = fl;
       term = f.term;
     }
-    vals[j++] = v;
+    if( cells ) j++;
+    else vals[j++] = v;
     if( term == T_COMMA ){
       if( j == n ) return too_many(c, p, line, err);
       continue;
@@ -677,11 +753,14 @@ void fly_csv_close(fly_csv *c)
 {
   if( !c ) return;
   if( c->own && c->f ) fclose(c->f);
-  fly_free(c->path);
+  if( !c->chunk ){
+    fly_free(c->path);
+    fly_free(c->names);
+    fly_free(c->name_off);
+  }
   fly_free(c->buf);
-  fly_free(c->names);
-  fly_free(c->name_off);
   fly_free(c->tmp);
+  fly_free(c->txt);
   fly_free(c);
 }
 
@@ -691,7 +770,29 @@ fly_rc fly_csv_next(fly_csv *c, double *vals, fly_err *err)
   if( !c || !vals )
     return fly_fail(err, FLY_MISUSE, "fly_csv_next: NULL argument");
   for(;;){
-    rc = record(c, vals, err);
+    rc = record(c, vals, NULL, err);
+    if( rc != MORE ) return rc;
+    rc = refill(c, err);
+    if( rc != FLY_OK ) return rc;
+  }
+}
+
+fly_rc fly_csv_next_cells(fly_csv *c, fly_csv_cell *cells, fly_err *err)
+{
+  fly_rc rc;
+  if( !c || !cells )
+    return fly_fail(err, FLY_MISUSE, "fly_csv_next_cells: NULL argument");
+  for(;;){
+    if( c->txt_cap <= c->cap ){             /* unescaped texts fit in txt */
+      char *t = fly_realloc_array(c->txt, c->cap + 1, 1);
+      if( !t )
+        return fly_fail(err, FLY_NOMEM, "%s:%lld: out of memory for a record "
+                        "of up to %zu bytes", c->path, (long long)c->line,
+                        c->cap);
+      c->txt = t;
+      c->txt_cap = c->cap + 1;
+    }
+    rc = record(c, NULL, cells, err);
     if( rc != MORE ) return rc;
     rc = refill(c, err);
     if( rc != FLY_OK ) return rc;
@@ -709,3 +810,82 @@ const char *fly_csv_path(const fly_csv *c) { return c->path; }
 int64_t fly_csv_line(const fly_csv *c) { return c->rec_line; }
 int64_t fly_csv_records(const fly_csv *c) { return c->n_rec; }
 uint64_t fly_csv_bytes(const fly_csv *c) { return c->base + c->pos; }
+
+int64_t fly_csv_next_line(const fly_csv *c) { return c->line; }
+
+fly_rc fly_csv_read_raw(fly_csv *c, char *dst, size_t n, size_t *got,
+                        fly_err *err)
+{
+  size_t k = c->end - c->pos, r;
+  if( k > n ) k = n;
+  memcpy(dst, c->buf + c->pos, k);
+  c->pos += k;
+  *got = k;
+  if( k == n || c->eof ) return FLY_OK;
+  errno = 0;
+  r = fread(dst + k, 1, n - k, c->f);
+  *got += r;
+  c->base += r;                     /* bytes consumed = base + pos */
+  if( r < n - k ){
+    if( ferror(c->f) )
+      return fly_fail(err, FLY_IO, "%s: read error: %s", c->path,
+                      errno ? strerror(errno) : "unknown error");
+    c->eof = 1;
+  }
+  return FLY_OK;
+}
+
+size_t fly_csv_boundary(const char *s, size_t n, int *inq)
+{
+  size_t last = 0, i;
+  int in = *inq;
+  if( !in && !memchr(s, '"', n) ){          /* no quotes: the last LF */
+    for( i = n; i > 0; i-- )
+      if( s[i - 1] == '\n' ) return i;
+    return 0;
+  }
+  for( i = 0; i < n; i++ ){
+    if( s[i] == '"' ) in ^= 1;
+    else if( s[i] == '\n' && !in ) last = i + 1;
+  }
+  *inq = in;
+  return last;
+}
+
+int64_t fly_csv_count_lines(const char *s, size_t n)
+{
+  int64_t k = 0;
+  size_t i;
+  if( !memchr(s, '\r', n) ){
+    for( i = 0; i < n; i++ ) k += s[i] == '\n';
+    return k;
+  }
+  for( i = 0; i < n; i++ )
+    if( s[i] == '\n' || (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n')) )
+      k++;
+  return k;
+}
+
+fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
+                          int64_t line, fly_csv **pc, fly_err *err)
+{
+  fly_csv *c = fly_alloc_array(1, sizeof *c);
+  *pc = NULL;
+  if( !c ){
+    fly_free(buf);
+    return fly_fail(err, FLY_NOMEM, "%s:%lld: out of memory for a chunk",
+                    hdr->path, (long long)line);
+  }
+  c->chunk = 1;
+  c->eof = 1;
+  c->path = hdr->path;
+  c->names = hdr->names;
+  c->name_off = hdr->name_off;
+  c->ncols = hdr->ncols;
+  c->buf = buf;
+  c->buf[n] = 0;
+  c->cap = c->end = n;
+  c->line = c->rec_line = line;
+  *pc = c;
+  return FLY_OK;
+}

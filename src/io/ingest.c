@@ -1,12 +1,32 @@
 /*
  * ingest.c -- a CSV stream into a new data set (see ingest.h).
  *
- * The row loop: read a record, build the stored row ([1] features...
- * target, each value rounded to the stored precision), add it to the
- * column statistics (store/dataset.h) and to the page writer, which writes
- * a full page at a time.  Only then are the dataset row's counts and the
- * column table written (fly_dataset_finish), so a data set is complete or
- * absent.  Cost: one strtod per cell, one LZ4 compression per page.
+ * The row loop: read a record as cells, type each (a number rounded to the
+ * stored precision, a level code, or NaN for a missing cell), build the
+ * stored row ([1] features... target), add it to the column statistics
+ * (store/dataset.h) and to the page writer, which writes a full page at a
+ * time.  Only then are the dataset row's counts, the column table and the
+ * levels written (fly_dataset_finish), so a data set is complete or
+ * absent.  Cost: one strtod per cell, one LZ4 compression per page, and a
+ * hash lookup per cell of a categorical column or of a numeric column with
+ * at most FLY_INGEST_TRACK_LEVELS distinct texts so far (a column with more
+ * stops tracking and pays nothing more).
+ *
+ * A column that turns categorical after rows were stored: its tracked
+ * numbers (text -> stored value) become its first levels, and before the
+ * commit one more pass decodes every page, re-codes the values of the
+ * rows above the turn (a binary search on the stored bits) and rewrites
+ * those pages, recomputing the statistics.  Memory stays one page plus the
+ * level dictionaries: at most FLY_INGEST_TRACK_LEVELS texts per numeric
+ * column, and the levels of the categorical ones.
+ *
+ * Parallel parsing (threads > 1): io/chunks.h parses chunks of records on
+ * worker threads; this thread takes them in file order and runs the same
+ * row loop (put_row) on their cells, so typing, re-coding, the statistics
+ * and the pages see the same rows in the same order as with one thread,
+ * and an error is reported at the first bad record in file order: a
+ * chunk's parse error only after its rows above it were stored (and
+ * typed, which may fail first).
  *
  * A new database is built privately and published with link(), which
  * refuses to replace a database another process created meanwhile; the
@@ -20,13 +40,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/chunks.h"
 #include "store/codec.h"
 #include "store/dataset.h"
+#include "store/pages.h"
 #include "store/pagewriter.h"
 #include "util/mem.h"
 
@@ -42,6 +65,15 @@ static int64_t auto_page_rows(int64_t sqlite_page, size_t width, int prec)
 {
   int64_t r = (sqlite_page - PAGE_SLACK_BYTES) / ((int64_t)width * prec);
   return r < 16 ? 16 : r;
+}
+
+fly_rc fly_ingest_page_rows(fly_db *db, size_t width, int prec,
+                           int64_t *rows, fly_err *err)
+{
+  int64_t sp = 0;
+  fly_rc rc = fly_db_page_bytes(db, &sp, err);
+  if( rc == FLY_OK ) *rows = auto_page_rows(sp, width, prec);
+  return rc;
 }
 
 void fly_ingest_opts_default(fly_ingest_opts *o)
@@ -74,17 +106,638 @@ static int interrupted(const fly_ingest_opts *o)
   return o->interrupt && *o->interrupt;
 }
 
+/* ---- level dictionaries --------------------------------------------- */
+
+/* Distinct texts of one column, by code (first-seen order): a hash table of
+ * codes over an arena of NUL-terminated labels.  val is the stored number
+ * of a text seen while the column was numeric. */
+typedef struct lvl { size_t off, len; int64_t count; double val; } lvl;
+
+typedef struct dict {
+  char     *txt;              /* labels, NUL-terminated */
+  size_t    txt_len, txt_cap;
+  lvl      *e;                /* n entries, index = code */
+  size_t    n, cap;
+  uint32_t *tab;              /* code + 1, 0 empty; tab_cap a power of 2 */
+  size_t    tab_cap;
+} dict;
+
+static void dict_free(dict *d)
+{
+  fly_free(d->txt);
+  fly_free(d->e);
+  fly_free(d->tab);
+  memset(d, 0, sizeof *d);
+}
+
+static int dict_init(dict *d)
+{
+  memset(d, 0, sizeof *d);
+  d->tab_cap = 16;
+  d->tab = fly_alloc_array(d->tab_cap, sizeof *d->tab);
+  return d->tab != NULL;
+}
+
+static uint64_t hash_text(const char *s, size_t n)
+{
+  uint64_t x = UINT64_C(1469598103934665603);
+  for(size_t i = 0; i < n; i++) x = (x ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
+  return x;
+}
+
+/* Text s[0..n) in d: its code + 1, or 0 (then *slot is where to insert). */
+static uint32_t dict_find(const dict *d, const char *s, size_t n, size_t *slot)
+{
+  size_t m = d->tab_cap - 1, h = (size_t)hash_text(s, n) & m;
+  for(;; h = (h + 1) & m){
+    uint32_t c = d->tab[h];
+    if( c == 0 ){ *slot = h; return 0; }
+    const lvl *e = &d->e[c - 1];
+    if( e->len == n ){                     /* short texts: no memcmp call */
+      const char *t = d->txt + e->off;
+      size_t i = 0;
+      while( i < n && t[i] == s[i] ) i++;
+      if( i == n ) return c;
+    }
+  }
+}
+
+static void *grow_to(void *p, size_t *cap, size_t need, size_t size)
+{
+  size_t n = *cap ? *cap : 16;
+  void *q;
+  if( need <= *cap ) return p;
+  while( n < need ){ if( n > SIZE_MAX / 4 ) return NULL; n *= 2; }
+  q = fly_realloc_array(p, n, size);
+  if( q ) *cap = n;
+  return q;
+}
+
+/* Add text s[0..n) (absent; slot from dict_find) with value val.  Returns
+ * its code, or -1 out of memory. */
+static int64_t dict_add(dict *d, const char *s, size_t n, size_t slot,
+                        double val)
+{
+  char *t;
+  lvl *e;
+  if( d->n >= UINT32_MAX - 1 ) return -1;
+  if( !(t = grow_to(d->txt, &d->txt_cap, d->txt_len + n + 1, 1)) ) return -1;
+  d->txt = t;
+  if( !(e = grow_to(d->e, &d->cap, d->n + 1, sizeof *e)) ) return -1;
+  d->e = e;
+  memcpy(d->txt + d->txt_len, s, n);
+  d->txt[d->txt_len + n] = 0;
+  e[d->n] = (lvl){ d->txt_len, n, 1, val };
+  d->txt_len += n + 1;
+  d->tab[slot] = (uint32_t)++d->n;
+  if( 2 * d->n >= d->tab_cap ){            /* keep the load under 1/2 */
+    size_t cap = d->tab_cap * 2, m = cap - 1;
+    uint32_t *tab = fly_alloc_array(cap, sizeof *tab);
+    if( !tab ) return -1;
+    for(size_t c = 0; c < d->n; c++){
+      size_t h = (size_t)hash_text(d->txt + e[c].off, e[c].len) & m;
+      while( tab[h] ) h = (h + 1) & m;
+      tab[h] = (uint32_t)(c + 1);
+    }
+    fly_free(d->tab);
+    d->tab = tab;
+    d->tab_cap = cap;
+  }
+  return (int64_t)d->n - 1;
+}
+
+/* ---- typed columns -------------------------------------------------- */
+
+enum { DECL_NONE, DECL_NUM, DECL_CAT };
+
+/* One CSV column's type and what it takes to change it. */
+typedef struct tcol {
+  int       cat;        /* 1: categorical: values are codes */
+  int       decl;       /* DECL_NONE, DECL_NUM, DECL_CAT */
+  int       track;      /* numeric, undeclared: d holds its distinct texts */
+  int64_t   flip;       /* rows [0, flip) hold numbers to re-code */
+  size_t    n_num;      /* levels that were numbers when it turned */
+  uint64_t *key;        /* n_num: the stored bits of each, sorted ... */
+  uint32_t *code;       /* ... with its code */
+  dict      d;          /* categorical: its levels; numeric: see track */
+} tcol;
+
+/* Does s[0..n) appear in the comma-separated list? */
+static int in_list(const char *list, const char *s, size_t n)
+{
+  const char *p = list;
+  if( !list ) return 0;
+  for(;;){
+    const char *e = strchr(p, ',');
+    size_t k = e ? (size_t)(e - p) : strlen(p);
+    if( k == n && memcmp(p, s, n) == 0 ) return 1;
+    if( !e ) return 0;
+    p = e + 1;
+  }
+}
+
+/* Every name of a --categorical / --numeric list is a column. */
+static fly_rc check_list(fly_csv *csv, const char *list, const char *opt,
+                         fly_err *err)
+{
+  const char *p = list;
+  if( !list ) return FLY_OK;
+  for(;;){
+    const char *e = strchr(p, ',');
+    size_t k = e ? (size_t)(e - p) : strlen(p), j;
+    for(j = 0; j < fly_csv_ncols(csv); j++){
+      const char *nm = fly_csv_colname(csv, j);
+      if( strlen(nm) == k && memcmp(nm, p, k) == 0 ) break;
+    }
+    if( j == fly_csv_ncols(csv) )
+      return fly_fail(err, FLY_RANGE, "%s:1: --%s '%.*s' is not a column of the "
+                      "header", fly_csv_path(csv), opt, (int)k, p);
+    if( !e ) return FLY_OK;
+    p = e + 1;
+  }
+}
+
+static int is_na(const fly_ingest_opts *o, const fly_csv_cell *c)
+{
+  if( c->n == 0 || (c->n == 2 && c->s[0] == 'N' && c->s[1] == 'A') ) return 1;
+  return o->na_strings && in_list(o->na_strings, c->s, c->n);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Column t (CSV column col) turns categorical at row `row` on the label
+ * why: its tracked numbers become its first levels, to be re-coded in the
+ * pages already written.  Two texts of one stored number cannot be told
+ * apart there: an error. */
+static fly_rc turn_categorical(fly_csv *csv, tcol *t, size_t col, int64_t row,
+                               int64_t at, const char *why, fly_err *err)
+{
+  const char *path = fly_csv_path(csv), *nm = fly_csv_colname(csv, col);
+  long long line = (long long)at;
+  size_t n = t->d.n;
+  uint64_t *pair = NULL;                      /* (bits, code) interleaved */
+  fly_rc rc = FLY_OK;
+
+  if( n > 0 ){
+    pair = fly_alloc_array(n, 2 * sizeof *pair);
+    t->key = fly_alloc_array(n, sizeof *t->key);
+    t->code = fly_alloc_array(n, sizeof *t->code);
+    if( !pair || !t->key || !t->code ){
+      rc = fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: re-coding %zu levels", path,
+                    line, col + 1, n);
+      goto done;
+    }
+    for(size_t k = 0; k < n; k++){
+      memcpy(&pair[2 * k], &t->d.e[k].val, sizeof(double));
+      pair[2 * k + 1] = k;
+    }
+    qsort(pair, n, 2 * sizeof *pair, cmp_pair);
+    for(size_t k = 0; k < n; k++){
+      if( k > 0 && pair[2 * k] == pair[2 * k - 2] ){
+        const lvl *a = &t->d.e[pair[2 * k - 1]], *b = &t->d.e[pair[2 * k + 1]];
+        rc = fly_fail(err, FLY_PARSE, "%s:%lld:%zu: column '%s' turns categorical "
+                      "at '%s', but the rows above hold '%s' and '%s', the same "
+                      "number as stored: declare it with --categorical %s",
+                      path, line, col + 1, nm, why, t->d.txt + a->off,
+                      t->d.txt + b->off, nm);
+        goto done;
+      }
+      t->key[k] = pair[2 * k];
+      t->code[k] = (uint32_t)pair[2 * k + 1];
+    }
+  }
+  t->cat = 1;
+  t->track = 0;
+  t->flip = row;
+  t->n_num = n;
+done:
+  fly_free(pair);
+  return rc;
+}
+
+/* The stored value of cell c of CSV column col in *v: a number (rounded to
+ * prec), a level code, or NaN for a missing cell; the column's type may
+ * change (row: rows stored so far). */
+static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
+                          size_t col, const fly_csv_cell *c, int64_t row,
+                          int64_t line, double *v, fly_err *err)
+{
+  size_t slot;
+  uint32_t hit;
+  int64_t code;
+
+  if( is_na(o, c) ){ *v = NAN; return FLY_OK; }
+  if( !t->cat ){
+    if( c->num ){
+      double x = c->v;
+      if( o->prec == FLY_PREC_F32 ){
+        float f = (float)x;
+        if( !isfinite(f) )
+          return fly_fail(err, FLY_RANGE, "%s:%lld:%zu: %g does not fit in f32 "
+                          "(use --precision f64)", fly_csv_path(csv),
+                          (long long)line, col + 1, x);
+        x = (double)f;
+      }
+      *v = x;
+      if( !t->track ) return FLY_OK;
+      if( (hit = dict_find(&t->d, c->s, c->n, &slot)) ){
+        t->d.e[hit - 1].count++;
+        return FLY_OK;
+      }
+      if( t->d.n >= FLY_INGEST_TRACK_LEVELS ){  /* numeric, surely */
+        t->track = 0;
+        dict_free(&t->d);
+        return FLY_OK;
+      }
+      if( dict_add(&t->d, c->s, c->n, slot, x) < 0 ) goto nomem;
+      return FLY_OK;
+    }
+    char txt[48];
+    const char *nm = fly_csv_colname(csv, col);
+    snprintf(txt, sizeof txt, "%.*s%s", c->n > 40 ? 40 : (int)c->n, c->s,
+             c->n > 40 ? "..." : "");
+    if( t->decl == DECL_NUM )
+      return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' is not a number "
+                      "(column '%s' is declared --numeric)", fly_csv_path(csv),
+                      (long long)line, col + 1, txt, nm);
+    if( !t->track )
+      return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: '%s' is not a number, and "
+                      "column '%s' held more than %d distinct numbers above it: "
+                      "declare it with --categorical %s, or name '%s' in "
+                      "--na-strings if it marks a missing value",
+                      fly_csv_path(csv), (long long)line, col + 1,
+                      txt, nm, FLY_INGEST_TRACK_LEVELS, nm, txt);
+    fly_rc rc = turn_categorical(csv, t, col, row, line, txt, err);
+    if( rc ) return rc;
+  }
+  if( (hit = dict_find(&t->d, c->s, c->n, &slot)) ){
+    t->d.e[hit - 1].count++;
+    *v = (double)(hit - 1);
+    return FLY_OK;
+  }
+  if( o->prec == FLY_PREC_F32 && t->d.n >= ((size_t)1 << 24) )
+    return fly_fail(err, FLY_RANGE, "%s:%lld:%zu: column '%s' has more than 2^24 "
+                    "levels, beyond f32 codes (use --precision f64)",
+                    fly_csv_path(csv), (long long)line, col + 1,
+                    fly_csv_colname(csv, col));
+  if( (code = dict_add(&t->d, c->s, c->n, slot, NAN)) < 0 ) goto nomem;
+  *v = (double)code;
+  return FLY_OK;
+nomem:
+  return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for the levels "
+                  "of column '%s'", fly_csv_path(csv), (long long)line,
+                  col + 1, fly_csv_colname(csv, col));
+}
+
+/* The code of stored number x of column t, which turned categorical. */
+static double recode(const tcol *t, double x)
+{
+  uint64_t k;
+  size_t lo = 0, hi = t->n_num;
+  if( isnan(x) ) return x;
+  memcpy(&k, &x, sizeof k);
+  while( lo < hi ){
+    size_t mid = lo + (hi - lo) / 2;
+    if( t->key[mid] < k ) lo = mid + 1;
+    else hi = mid;
+  }
+  if( FLY_NEVER(lo == t->n_num || t->key[lo] != k) ) return NAN;
+  return (double)t->code[lo];
+}
+
+/* The fix-up pass, inside the transaction: the pages holding rows above
+ * the row where a column turned categorical get their numbers re-coded,
+ * and the statistics are recomputed from all pages (they saw numbers).
+ * Cost: one decode of every page, one encode of each re-coded one; one
+ * page in memory. */
+static fly_rc fix_pages(fly_db *db, int64_t ds, fly_pagewriter *pw,
+                        const tcol *tc, const size_t *src, size_t width,
+                        int64_t n_rows, fly_dataset_stats **pst, fly_err *err)
+{
+  fly_pages *pg = NULL;
+  fly_dataset_stats *st = NULL;
+  double *rows = NULL;
+  int64_t last = 0;
+  fly_rc rc;
+
+  for(size_t j = 0; j < width; j++)
+    if( src[j] != (size_t)-1 && tc[src[j]].flip > last ) last = tc[src[j]].flip;
+  rc = fly_dataset_set_counts(db, ds, n_rows, fly_pagewriter_pages(pw),
+                              fly_pagewriter_raw_bytes(pw),
+                              fly_pagewriter_stored_bytes(pw), err);
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &pg, err);
+  if( rc == FLY_OK ) rc = fly_dataset_stats_new(width, &st, err);
+  if( rc ) goto done;
+  const fly_pages_info *in = fly_pages_info_of(pg);
+  rows = fly_alloc_array((size_t)in->page_rows, width * sizeof *rows);
+  if( !rows ){ rc = fly_fail(err, FLY_NOMEM, "re-coding pages"); goto done; }
+  for(int64_t p = 0; p < in->n_pages; p++){
+    size_t n;
+    int64_t r0 = p * in->page_rows;
+    if( (rc = fly_pages_read_page(pg, p, rows, &n, err)) ) goto done;
+    if( r0 < last ){
+      for(size_t j = 0; j < width; j++){
+        if( src[j] == (size_t)-1 ) continue;
+        const tcol *t = &tc[src[j]];
+        for(size_t i = 0; i < n && r0 + (int64_t)i < t->flip; i++)
+          rows[i * width + j] = recode(t, rows[i * width + j]);
+      }
+      if( (rc = fly_pagewriter_rewrite(pw, p, rows, n, err)) ) goto done;
+    }
+    fly_dataset_stats_add(st, rows, n);
+  }
+  fly_dataset_stats_free(*pst);
+  *pst = st;
+  st = NULL;
+done:
+  fly_free(rows);
+  fly_pages_close(pg);
+  fly_dataset_stats_free(st);
+  return rc;
+}
+
+/* The column types of the header, declared or to detect. */
+static fly_rc type_columns(fly_csv *csv, const fly_ingest_opts *o, tcol *tc,
+                           fly_err *err)
+{
+  fly_rc rc = check_list(csv, o->categorical, "categorical", err);
+  if( rc == FLY_OK ) rc = check_list(csv, o->numeric, "numeric", err);
+  for(size_t j = 0; rc == FLY_OK && j < fly_csv_ncols(csv); j++){
+    const char *nm = fly_csv_colname(csv, j);
+    size_t ln = strlen(nm);
+    tcol *t = &tc[j];
+    if( !dict_init(&t->d) ) return fly_fail(err, FLY_NOMEM, "ingest");
+    if( in_list(o->categorical, nm, ln) ){
+      if( in_list(o->numeric, nm, ln) )
+        return fly_fail(err, FLY_MISUSE, "column '%s' is declared both "
+                        "--categorical and --numeric", nm);
+      t->decl = DECL_CAT;
+      t->cat = 1;
+    }else if( in_list(o->numeric, nm, ln) ){
+      t->decl = DECL_NUM;
+    }else{
+      t->track = 1;
+    }
+  }
+  return rc;
+}
+
+/* The categorical columns' labels and counts into cols (by stored column,
+ * src as in fly_ingest_csv), pointing into *plab and *pcnt (allocated). */
+static fly_rc put_levels(const tcol *tc, size_t ncsv, const size_t *src,
+                         size_t width, fly_dataset_column *cols,
+                         const char ***plab, int64_t **pcnt, fly_err *err)
+{
+  size_t n_lab = 0;
+  const char **labels;
+  int64_t *counts;
+  for(size_t j = 0; j < ncsv; j++) if( tc[j].cat ) n_lab += tc[j].d.n;
+  *plab = labels = fly_alloc_array(n_lab + 1, sizeof *labels);
+  *pcnt = counts = fly_alloc_array(n_lab + 1, sizeof *counts);
+  if( !labels || !counts )
+    return fly_fail(err, FLY_NOMEM, "ingest: %zu level labels", n_lab);
+  n_lab = 0;
+  for(size_t j = 0; j < width; j++){
+    if( src[j] == (size_t)-1 || !tc[src[j]].cat ) continue;
+    const dict *d = &tc[src[j]].d;
+    cols[j].categorical = 1;
+    cols[j].n_levels = d->n;
+    cols[j].levels = labels + n_lab;
+    cols[j].level_counts = counts + n_lab;
+    for(size_t c = 0; c < d->n; c++, n_lab++){
+      labels[n_lab] = d->txt + d->e[c].off;
+      counts[n_lab] = d->e[c].count;
+    }
+  }
+  return FLY_OK;
+}
+
+/* ---- the row loop --------------------------------------------------- */
+
+/* What it takes to store one record. */
+typedef struct rowput {
+  fly_csv               *csv;       /* the header's reader: path, names */
+  const fly_ingest_opts *o;
+  tcol                  *tc;        /* ncsv */
+  const size_t          *src;       /* stored column j <- CSV column src[j] */
+  size_t                 ncsv, width;
+  double                *rec, *row; /* ncsv, width: scratch */
+  fly_dataset_stats     *stats;
+  fly_pagewriter        *pw;
+  int                    plain;     /* a settled number is its value */
+} rowput;
+
+/* Record number n (0-based), cells[0..ncsv) starting on line `line`: type
+ * its cells into row[0..width) as stored. */
+static fly_rc type_row(rowput *x, const fly_csv_cell *cells, int64_t line,
+                       int64_t n, double *row, fly_err *err)
+{
+  fly_rc rc;
+  for(size_t j = 0; j < x->ncsv; j++){
+    const fly_csv_cell *c = &cells[j];
+    const tcol *t = &x->tc[j];
+    if( x->plain && c->num && !t->cat && !t->track )
+      x->rec[j] = c->v;                     /* a numeric column, settled */
+    else if( (rc = typed_value(x->csv, x->o, &x->tc[j], j, c, n, line,
+                               &x->rec[j], err)) )
+      return rc;
+  }
+  for(size_t j = 0; j < x->width; j++)
+    row[j] = x->src[j] == (size_t)-1 ? 1.0 : x->rec[x->src[j]];
+  return FLY_OK;
+}
+
+/* Add a typed row (from line `line`) to the pages. */
+static fly_rc store_row(rowput *x, const double *row, int64_t line, fly_err *err)
+{
+  fly_rc rc;
+  if( (rc = fly_pagewriter_add(x->pw, row, err)) )
+    fly_err_prefix(err, "%s:%lld", fly_csv_path(x->csv), (long long)line);
+  return rc;
+}
+
+static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
+                      int64_t n, fly_err *err)
+{
+  fly_rc rc = type_row(x, cells, line, n, x->row, err);
+  if( rc ) return rc;
+  fly_dataset_stats_add(x->stats, x->row, 1);
+  return store_row(x, x->row, line, err);
+}
+
+/* The store stage of a parallel ingest: a thread that adds batches of
+ * typed rows to the pages (LZ4, SQLite) while the caller types the next
+ * batch and adds it to the statistics; two batches, handed over in
+ * turn. */
+typedef struct storer {
+  rowput         *x;
+  pthread_t       th;
+  int             started;
+  pthread_mutex_t mu;
+  pthread_cond_t  cv;
+  double         *rows[2];    /* cap[k] rows of width values */
+  int64_t        *lines[2];
+  size_t          cap[2], n[2];
+  int             full[2];    /* handed over, not yet stored */
+  int             quit;
+  fly_rc          rc;         /* the first failure, rows in file order */
+  fly_err         err;
+} storer;
+
+static void *storer_main(void *arg)
+{
+  storer *s = arg;
+  int k = 0;
+  pthread_mutex_lock(&s->mu);
+  for(;;){
+    while( !s->full[k] && !s->quit ) pthread_cond_wait(&s->cv, &s->mu);
+    if( !s->full[k] ) break;
+    fly_rc rc = s->rc;
+    pthread_mutex_unlock(&s->mu);
+    for(size_t i = 0; i < s->n[k] && rc == FLY_OK; i++)
+      rc = store_row(s->x, s->rows[k] + i * s->x->width, s->lines[k][i], &s->err);
+    pthread_mutex_lock(&s->mu);
+    s->rc = rc;
+    s->full[k] = 0;
+    pthread_cond_broadcast(&s->cv);
+    k ^= 1;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Wait until batch k is free; its storer's failure so far. */
+static fly_rc storer_wait(storer *s, int k)
+{
+  pthread_mutex_lock(&s->mu);
+  while( s->full[k] ) pthread_cond_wait(&s->cv, &s->mu);
+  fly_rc rc = s->rc;
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+/* Stop after the batches handed over; the store stage's status. */
+static fly_rc storer_end(storer *s, fly_err *err)
+{
+  if( s->started ){
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+  }
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  for(int k = 0; k < 2; k++){
+    fly_free(s->rows[k]);
+    fly_free(s->lines[k]);
+  }
+  if( s->rc && err ) *err = s->err;
+  return s->rc;
+}
+
+int fly_ingest_default_threads(void)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > FLY_INGEST_MAX_THREADS ? FLY_INGEST_MAX_THREADS : (int)n;
+}
+
+/* The records of x->csv parsed on `threads` threads (io/chunks.h), typed
+ * here in file order and stored by a storer thread: the same rows, values
+ * and first error as the one-thread loop (a failure to store a row is
+ * about a row above the one being typed, so it comes first).  *pn: records
+ * stored, *bytes: input consumed. */
+static fly_rc put_chunks(rowput *x, int threads, const char *name,
+                         int64_t *pn, uint64_t *bytes, fly_err *err)
+{
+  const fly_ingest_opts *o = x->o;
+  fly_chunks *q = NULL;
+  const fly_chunk *ch;
+  storer st;
+  int64_t n = 0, line = fly_csv_next_line(x->csv);
+  int k = 0;
+  fly_rc rc, rs;
+
+  memset(&st, 0, sizeof st);
+  st.x = x;
+  pthread_mutex_init(&st.mu, NULL);
+  pthread_cond_init(&st.cv, NULL);
+  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &q, err)) ) goto done;
+  if( pthread_create(&st.th, NULL, storer_main, &st) ){
+    rc = fly_fail(err, FLY_NOMEM, "ingest: cannot start a thread");
+    goto done;
+  }
+  st.started = 1;
+  while( (rc = fly_chunks_next(q, &ch, err)) == FLY_ROW ){
+    if( (rc = storer_wait(&st, k)) ) goto done;
+    if( ch->rows > st.cap[k] ){
+      fly_free(st.rows[k]);
+      fly_free(st.lines[k]);
+      st.rows[k] = fly_alloc_array(ch->rows, x->width * sizeof(double));
+      st.lines[k] = fly_alloc_array(ch->rows, sizeof(int64_t));
+      st.cap[k] = st.rows[k] && st.lines[k] ? ch->rows : 0;
+      if( !st.cap[k] ){
+        rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", ch->rows);
+        goto done;
+      }
+    }
+    size_t i;
+    for(i = 0; i < ch->rows && !interrupted(o); i++, n++){
+      line = ch->lines[i];
+      st.lines[k][i] = line;
+      double *row = st.rows[k] + i * x->width;
+      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n, row, err)) ) goto done;
+      fly_dataset_stats_add(x->stats, row, 1);
+      if( ((n + 1) & 4095) == 0 && o->progress )
+        o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
+    }
+    pthread_mutex_lock(&st.mu);
+    st.n[k] = i;
+    st.full[k] = 1;
+    pthread_cond_broadcast(&st.cv);
+    pthread_mutex_unlock(&st.mu);
+    k ^= 1;
+    if( interrupted(o) ) break;
+    if( ch->rc ){
+      rc = ch->rc;
+      if( err ) *err = ch->err;
+      goto done;
+    }
+    *bytes = ch->end_bytes;
+  }
+  if( rc == FLY_DONE ) rc = FLY_OK;
+  if( interrupted(o) )
+    rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
+                  (long long)line, fly_csv_path(x->csv));
+done:
+  rs = storer_end(&st, err);
+  if( rs ) rc = rs;
+  fly_chunks_stop(q);
+  *pn = n;
+  return rc;
+}
+
 fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                       fly_ingest_result *res, fly_err *err)
 {
   fly_rc rc = FLY_OK;
-  size_t ncsv = fly_csv_ncols(csv), tcol = ncsv - 1, width = 0, k;
+  size_t ncsv = fly_csv_ncols(csv), tcol_ = ncsv - 1, width = 0, k;
   size_t *src = NULL;          /* stored column j <- CSV column src[j] */
   double *rec = NULL, *row = NULL;
+  fly_csv_cell *cells = NULL;
+  tcol *tc = NULL;
+  const char **labels = NULL;
+  int64_t *lcounts = NULL;
   fly_dataset_column *cols = NULL;
   fly_dataset_stats *stats = NULL;
   fly_pagewriter *pw = NULL;
   int64_t ds = 0, n = 0, page_rows = o->page_rows;
+  uint64_t bytes = 0;
+  int late = 0;
   char name[256];
 
   if( o->name ) snprintf(name, sizeof name, "%s", o->name);
@@ -98,9 +751,9 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
     goto done;
   }
   if( o->target ){
-    for(tcol = 0; tcol < ncsv; tcol++)
-      if( strcmp(fly_csv_colname(csv, tcol), o->target) == 0 ) break;
-    if( tcol == ncsv ){
+    for(tcol_ = 0; tcol_ < ncsv; tcol_++)
+      if( strcmp(fly_csv_colname(csv, tcol_), o->target) == 0 ) break;
+    if( tcol_ == ncsv ){
       rc = fly_fail(err, FLY_RANGE, "%s:1: --target '%s' is not a column of "
                     "the header (first columns: '%s', '%s'%s)", fly_csv_path(csv),
                     o->target, fly_csv_colname(csv, 0), fly_csv_colname(csv, 1),
@@ -109,21 +762,25 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
     }
   }
   width = ncsv + (o->intercept ? 1 : 0);
-  if( page_rows == 0 ){
-    int64_t sp = 0;
-    if( (rc = fly_db_page_bytes(db, &sp, err)) ) goto done;
-    page_rows = auto_page_rows(sp, width, o->prec);
-  }
+  if( page_rows == 0 && (rc = fly_ingest_page_rows(db, width, o->prec,
+                                                    &page_rows, err)) )
+    goto done;
   src = fly_alloc_array(width, sizeof *src);
   rec = fly_alloc_array(ncsv, sizeof *rec);
   row = fly_alloc_array(width, sizeof *row);
   cols = fly_alloc_array(width, sizeof *cols);
-  if( !src || !rec || !row || !cols ){ rc = fly_fail(err, FLY_NOMEM, "ingest"); goto done; }
+  cells = fly_alloc_array(ncsv, sizeof *cells);
+  tc = fly_alloc_array(ncsv, sizeof *tc);
+  if( !src || !rec || !row || !cols || !cells || !tc ){
+    rc = fly_fail(err, FLY_NOMEM, "ingest");
+    goto done;
+  }
+  if( (rc = type_columns(csv, o, tc, err)) ) goto done;
   if( (rc = fly_dataset_stats_new(width, &stats, err)) ) goto done;
   k = 0;
   if( o->intercept ) src[k++] = (size_t)-1;
-  for(size_t j = 0; j < ncsv; j++) if( j != tcol ) src[k++] = j;
-  src[k++] = tcol;
+  for(size_t j = 0; j < ncsv; j++) if( j != tcol_ ) src[k++] = j;
+  src[k++] = tcol_;
   for(size_t j = 0; j < width; j++){
     int is_icpt = src[j] == (size_t)-1;
     cols[j].idx = (int64_t)j;
@@ -132,42 +789,36 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
     cols[j].csv_col = is_icpt ? 0 : (int64_t)src[j] + 1;
   }
 
-  fly_dataset_spec spec = { name, fly_csv_path(csv), fly_csv_colname(csv, tcol),
+  fly_dataset_spec spec = { name, fly_csv_path(csv), fly_csv_colname(csv, tcol_),
                             (int64_t)width, o->intercept, page_rows, o->prec };
   if( (rc = fly_dataset_create(db, &spec, &ds, err)) ) goto done;
   rc = fly_pagewriter_open(db, FLY_TABLE_DATA, ds, width, page_rows, o->prec,
                            &pw, err);
   if( rc ) goto done;
 
-  while( (rc = fly_csv_next(csv, rec, err)) == FLY_ROW || interrupted(o) ){
+  rowput rp = { csv, o, tc, src, ncsv, width, rec, row, stats, pw,
+                /* A number needs no more than its value: f64, and no
+                 * number can be an --na-strings text. */
+                o->prec == FLY_PREC_F64 && !o->na_strings };
+  int threads = o->threads > 0 ? o->threads : fly_ingest_default_threads();
+  if( threads > 1 ){
+    rc = put_chunks(&rp, threads, name, &n, &bytes, err);
+    if( rc ) goto done;
+    rc = FLY_DONE;
+  }
+  while( threads <= 1 && ((rc = fly_csv_next_cells(csv, cells, err)) == FLY_ROW
+                          || interrupted(o)) ){
     if( interrupted(o) ){
       rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
                     (long long)fly_csv_line(csv), fly_csv_path(csv));
       goto done;
     }
-    for(size_t j = 0; j < width; j++){
-      double v = src[j] == (size_t)-1 ? 1.0 : rec[src[j]];
-      if( o->prec == FLY_PREC_F32 ){
-        float f = (float)v;
-        if( !isfinite(f) ){
-          rc = fly_fail(err, FLY_RANGE, "%s:%lld:%zu: %g does not fit in f32 "
-                        "(use --precision f64)", fly_csv_path(csv),
-                        (long long)fly_csv_line(csv), src[j] + 1, v);
-          goto done;
-        }
-        v = (double)f;
-      }
-      row[j] = v;
-    }
-    fly_dataset_stats_add(stats, row, 1);
-    if( (rc = fly_pagewriter_add(pw, row, err)) ){
-      fly_err_prefix(err, "%s:%lld", fly_csv_path(csv), (long long)fly_csv_line(csv));
-      goto done;
-    }
+    if( (rc = put_row(&rp, cells, fly_csv_line(csv), n, err)) ) goto done;
     n++;
     if( (n & 4095) == 0 && o->progress )
       o->progress(o->progress_ctx, name, n, fly_csv_bytes(csv));
   }
+  if( threads <= 1 ) bytes = fly_csv_bytes(csv);
   if( rc != FLY_DONE ) goto done;
   rc = FLY_OK;
   if( n == 0 ){
@@ -176,19 +827,34 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
     goto done;
   }
   if( (rc = fly_pagewriter_finish(pw, err)) ) goto done;
+  for(size_t j = 0; j < ncsv; j++) if( tc[j].flip > 0 ) late = 1;
+  if( late && (rc = fix_pages(db, ds, pw, tc, src, width, n, &stats, err)) )
+    goto done;
+  if( (rc = put_levels(tc, ncsv, src, width, cols, &labels, &lcounts, err)) )
+    goto done;
   rc = fly_dataset_finish(db, ds, fly_pagewriter_pages(pw),
                           fly_pagewriter_raw_bytes(pw),
                           fly_pagewriter_stored_bytes(pw), cols, stats, err);
   if( rc == FLY_OK && res ){
     res->dataset_id = ds;
     res->n_rows = n;
-    res->bytes_read = fly_csv_bytes(csv);
+    res->bytes_read = bytes;
     snprintf(res->name, sizeof res->name, "%s", name);
   }
 
 done:
   fly_pagewriter_free(pw);
   fly_dataset_stats_free(stats);
+  if( tc )
+    for(size_t j = 0; j < ncsv; j++){
+      dict_free(&tc[j].d);
+      fly_free(tc[j].key);
+      fly_free(tc[j].code);
+    }
+  fly_free(tc);
+  fly_free(cells);
+  fly_free(labels);
+  fly_free(lcounts);
   fly_free(src);
   fly_free(rec);
   fly_free(row);

@@ -2,7 +2,10 @@
  * ingest.h -- a CSV stream into a new data set of LZ4 pages.
  *
  * Streaming: one CSV record and one page of rows are in memory at a time,
- * whatever the input size.  Stored row layout: [1 (intercept)] features...
+ * whatever the input size; with parse threads (fly_ingest_opts.threads),
+ * also at most 2 * threads + 2 parsed chunks of about 1 MiB of input each
+ * (io/chunks.h).  The rows, pages, statistics, levels and errors do not
+ * depend on the number of threads.  Stored row layout: [1 (intercept)] features...
  * target (see store/dataset.h); column statistics are computed on the
  * values as stored (after f32 rounding), since those are what the models
  * see.
@@ -14,6 +17,17 @@
  * off, and linked into place only when complete, the temporary removed on
  * failure.  Temporaries left by killed ingests (their process gone) are
  * removed first.
+ *
+ * Typed columns.  A column is categorical when declared so or when one of
+ * its cells is neither a number nor a missing value (an empty cell, "NA",
+ * or one of o->na_strings); it is stored as level codes in first-seen
+ * order, its labels and counts in table `level`.  Missing cells are NaN
+ * in the pages.  Detection is one pass: a column turns categorical at its
+ * first label, and the numbers above it become levels too (their texts
+ * are kept while a column has at most FLY_INGEST_TRACK_LEVELS distinct
+ * ones; past that a late label is an error asking for --categorical), the
+ * pages already written re-coded before the commit.  A data set of numeric
+ * columns without missing cells is stored exactly as before typed columns.
  *
  * Errors name the data: "file:line:column: ..." for a bad cell, "file:1"
  * for the header.  Not thread-safe with another ingest into the same new
@@ -30,6 +44,10 @@
 #include "store/db.h"
 #include "util/err.h"
 
+/* Distinct numbers a column keeps as texts while it is numeric, so that
+ * it can still turn categorical. */
+#define FLY_INGEST_TRACK_LEVELS 4096
+
 /* Progress, passed to fly_ingest_opts.progress every 4096 rows. */
 typedef void fly_ingest_progress_fn(void *ctx, const char *name,
                                     int64_t n_rows, uint64_t bytes_read);
@@ -43,11 +61,36 @@ typedef struct fly_ingest_opts {
   int         prec;       /* FLY_PREC_F64 or FLY_PREC_F32 (store/codec.h) */
   /* Checked at every row: nonzero stops the ingest with FLY_IO
    * ("interrupted at line L of F: nothing was stored").  A signal handler
-   * sets it; installed without SA_RESTART, a blocked read returns at once. */
+   * sets it; installed without SA_RESTART, a blocked read returns at once.
+   * With parse threads, a value that is the number of a signal with a
+   * handler is sent to the reading thread to end its read. */
   const volatile sig_atomic_t *interrupt;
   fly_ingest_progress_fn *progress;   /* NULL: none */
   void       *progress_ctx;
+  /* Column types: comma-separated column names (NULL: none).  Declared
+   * categorical columns take every cell as a label; declared numeric ones
+   * refuse a cell that is not a number.  Other columns are detected. */
+  const char *categorical;
+  const char *numeric;
+  /* Comma-separated cell texts that mean a missing value, besides the
+   * empty cell and "NA" (NULL: none). */
+  const char *na_strings;
+  /* Parse threads: 1 reads and parses on the calling thread; more parse
+   * chunks of records concurrently (io/chunks.h) while the calling thread
+   * stores them in file order, with the same pages, statistics, levels
+   * and first error as one thread.  0: fly_ingest_default_threads(). */
+  int         threads;
 } fly_ingest_opts;
+
+#define FLY_INGEST_MAX_THREADS 8
+
+/* The processors online, at most FLY_INGEST_MAX_THREADS (at least 1). */
+int fly_ingest_default_threads(void);
+
+/* The default rows per page for rows of width values of precision prec in
+ * db: as many as fit, uncompressed, in one SQLite page (at least 16). */
+fly_rc fly_ingest_page_rows(fly_db *db, size_t width, int prec,
+                           int64_t *rows, fly_err *err);
 
 /* intercept 1, prec f64, everything else 0 / NULL. */
 void fly_ingest_opts_default(fly_ingest_opts *o);
@@ -64,8 +107,11 @@ typedef struct fly_ingest_result {
  * src_name in messages and in dataset.source; in NULL: open the file
  * src_name ("-": standard input).  An existing database is opened (and its
  * identity checked) before any CSV byte is read.  Returns
- *   FLY_PARSE   a malformed CSV, no data rows, fewer than 2 columns;
- *   FLY_RANGE   --target not a column, a value beyond f32 with prec f32;
+ *   FLY_PARSE   a malformed CSV, no data rows, fewer than 2 columns, a
+ *               cell that is not a number in a column declared numeric,
+ *               a late label in a column with too many distinct numbers;
+ *   FLY_RANGE   --target or a declared column not a column, a value beyond
+ *               f32 with prec f32;
  *   FLY_MISUSE  a data set of that name exists, or bad options;
  *   FLY_IO      the input, the file system, or o->interrupt;
  *   FLY_SQL / FLY_CORRUPT / FLY_NOMEM otherwise.

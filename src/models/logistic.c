@@ -81,7 +81,12 @@
  * g(xi_lo) ~ g(xi_hi) and the bound is close to the exact sup.  The chain
  * takes the smaller of gap_upper and gap_upper_box.
  *
- * Costs: eval/grad/xi_at one dgemv over the block (n D) plus O(n);
+ * Full-data sum (fly_model_full).  sum_i log sigma(s_i) and its gradient
+ * sum_i sigma(-s_i) t_i x_i: s from one dgemv, log sigma(s) and sigma(-s)
+ * from one exp and one log1p a row (fly_vlogsig_dsig), one dgemv back;
+ * no bound coefficients.
+ *
+ * Costs: eval/grad/xi_at/full one dgemv over the block (n D) plus O(n);
  * neg_hess and moments_add one dsyrk (n D^2); bound_sum O(D^2).  Nothing
  * allocates; work_len(m, n) = n D + 4n + D^2 doubles.
  */
@@ -315,6 +320,30 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
               work, 1, 1.0, g, 1);
 }
 
+static double full_logp_grad(const fly_model *m, const double *th,
+                             const double *X, size_t ldx, size_t n, double *g,
+                             double *work)
+{
+  size_t D = m->D;
+  double *s = work, *ls = work + n, *ds = work + 2 * n;
+  if( n == 0 ) return 0;
+  if( D == 0 )
+    for( size_t i = 0; i < n; i++ ) s[i] = 0;
+  else
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)D, 1.0, X, (int)ldx,
+                th, 1, 0.0, s, 1);
+  for( size_t i = 0; i < n; i++ ) s[i] *= tsign(X, ldx, m->tcol, i);
+  if( !g || D == 0 ){
+    fly_vlogsig(s, ls, n);
+    return fly_vsum(ls, n);
+  }
+  fly_vlogsig_dsig(s, ls, ds, n);
+  for( size_t i = 0; i < n; i++ ) ds[i] *= tsign(X, ldx, m->tcol, i);
+  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)D, 1.0, X, (int)ldx,
+              ds, 1, 1.0, g, 1);
+  return fly_vsum(ls, n);
+}
+
 static void neg_hess(const fly_model *m, const double *th, const double *X,
                      size_t ldx, size_t n, double *H, double *work)
 {
@@ -502,6 +531,8 @@ static const fly_model_thin thin_table = {
   .box    = &box_table,
 };
 
+static const fly_model_full full_table = { .logp_grad = full_logp_grad };
+
 const fly_model_type fly_model_logistic = {
   .name          = "logistic",
   .n_params      = n_params,
@@ -518,4 +549,5 @@ const fly_model_type fly_model_logistic = {
   .bound_sum     = bound_sum,
   .coef          = &coef_table,
   .thin          = &thin_table,
+  .full          = &full_table,
 };

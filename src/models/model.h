@@ -8,7 +8,8 @@
  * (likelihood, gradient, lower bound, collapsed bound product, MAP pieces)
  * and points to optional tables, each defined next to its model: bound
  * coefficients with the scan screen (fly_model_coef), the thinning bound
- * (fly_model_thin) and its box refinement (fly_model_box).  A NULL table
+ * (fly_model_thin) and its box refinement (fly_model_box), and the fused
+ * full-data sum of regular mode (fly_model_full).  A NULL table
  * means the model lacks that concern; a present table has every member set
  * except those its contract calls optional.  Functions work on blocks of stored rows: X is n rows of ldx
  * doubles, row-major; features are X[i*ldx + 0 .. D-1] (intercept included
@@ -152,6 +153,26 @@ typedef struct fly_model_thin {
   const fly_model_box *box;                       /* NULL: none */
 } fly_model_thin;
 
+/* The full-data log likelihood and its gradient in one call (optional
+ * table, fly_model_type.full; NULL: the chain sums eval and grad).  Regular
+ * mode needs sum_i log L_i(th) over every row and its gradient, and no
+ * bound: logp_grad computes them from one matrix product with the block
+ * (X th) and, when grad is non-NULL, one with its transpose, between them
+ * the likelihood and its derivative in one vectorised pass (util/vmath.h),
+ * with no per-row bound arithmetic.
+ *
+ * Contract when present: returns sum_i log L_i(th) over the n rows and, if
+ * grad is non-NULL, adds its gradient to grad (n_params doubles); grad NULL
+ * costs no transposed product.  Equal to the sum of eval's logL and to grad
+ * with wL = 1, wB = NULL to rounding, not bit for bit: the summation order
+ * and the vector functions differ (the unit tests bound the difference).
+ * A row's terms may depend on the rows beside it (one matrix kernel for the
+ * block, whatever n).  work: work_len(m, n) doubles. */
+typedef struct fly_model_full {
+  double (*logp_grad)(const fly_model *m, const double *th, const double *X,
+                      size_t ldx, size_t n, double *grad, double *work);
+} fly_model_full;
+
 /* The core of a model: likelihood, gradient, lower bound, collapsed bound
  * product, MAP objective.  Every member is set. */
 struct fly_model_type {
@@ -202,6 +223,7 @@ struct fly_model_type {
 
   const fly_model_coef *coef;   /* NULL: no bound coefficients */
   const fly_model_thin *thin;   /* NULL: cannot be thinned */
+  const fly_model_full *full;   /* NULL: no fused full-data sum */
 };
 
 /* The prior: log p(th) (up to a constant); grad += its gradient if non-NULL. */

@@ -86,7 +86,12 @@
  * precision).  H is the D x D metric of the bound set (fly_bounds.key_prec,
  * see tune.c), radius() needs K D doubles of work.
  *
- * Costs: eval/grad/xi_at one dgemm over the block (n K D) plus O(n K);
+ * Full-data sum (fly_model_full).  With m_i = max_k s_ik and
+ * e_ik = exp(s_ik - m_i), log L_i = (s_iy - m_i) - log sum_k e_ik and
+ * d log L_i/ds_ik = [k = y] - p_ik, p_ik = e_ik / sum_k e_ik: one dgemm,
+ * n K vectorised exps and n logs, one dgemm back; no bound coefficients.
+ *
+ * Costs: eval/grad/xi_at/full one dgemm over the block (n K D) plus O(n K);
  * neg_hess K dsyrk + K(K-1)/2 dgemm (n K^2 D^2 / 2) plus O(n K^2);
  * moments_add one dsyrk and one dgemm (n D^2 + n K D); bound_sum
  * O(K D^2); radius O(K D^2).  Nothing allocates; work_len(m, n) =
@@ -97,6 +102,8 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+
+#include "util/vmath.h"
 
 #define PSI_MAX 1e15    /* larger |psi| is clamped, NaN read as 0 */
 #define EPS_REL 1e-12   /* eps relative to the magnitude of the terms */
@@ -308,6 +315,44 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
               (int)n, 1.0, work, (int)K, X, (int)ldx, 1.0, g, (int)m->D);
 }
 
+static double full_logp_grad(const fly_model *m, const double *th,
+                             const double *X, size_t ldx, size_t n, double *g,
+                             double *work)
+{
+  const size_t K = m->K, D = m->D;
+  double *S = work, *a = work + n * K, *t = a + n;
+  if( n == 0 || K == 0 ) return 0;
+  if( D == 0 )
+    memset(S, 0, n * K * sizeof *S);
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K,
+                (int)D, 1.0, X, (int)ldx, th, (int)D, 0.0, S, (int)K);
+  for( size_t i = 0; i < n; i++ ){
+    double *s = S + i * K, mx = -INFINITY;
+    for( size_t k = 0; k < K; k++ ) if( s[k] > mx ) mx = s[k];
+    for( size_t k = 0; k < K; k++ ) s[k] -= mx;
+    a[i] = s[cls(m, X, ldx, i)];                /* s_y - m */
+  }
+  fly_vexp(S, S, n * K);
+  for( size_t i = 0; i < n; i++ ){
+    double *e = S + i * K, tot = 0;
+    for( size_t k = 0; k < K; k++ ) tot += e[k];
+    t[i] = tot;
+  }
+  if( g && D > 0 ){
+    for( size_t i = 0; i < n; i++ ){           /* [k = y] - p_k */
+      double *e = S + i * K;
+      size_t y = cls(m, X, ldx, i);
+      for( size_t k = 0; k < K; k++ ) e[k] = (k == y ? 1.0 : 0.0) - e[k] / t[i];
+    }
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)D,
+                (int)n, 1.0, S, (int)K, X, (int)ldx, 1.0, g, (int)D);
+  }
+  fly_vlog(t, t, n);
+  for( size_t i = 0; i < n; i++ ) a[i] -= t[i];
+  return fly_vsum(a, n);
+}
+
 /* -hess log L_i = (diag(p) - pp') (x) x x'.  The diagonal blocks carry
  * p_k (1 - p_k) with 1 - p_k summed from the other classes (no cancellation
  * when a class saturates); the off-diagonal blocks -p_k p_l. */
@@ -505,6 +550,8 @@ static const fly_model_thin thin_table = {
   .dirs   = dirs,
 };
 
+static const fly_model_full full_table = { .logp_grad = full_logp_grad };
+
 const fly_model_type fly_model_softmax = {
   .name          = "softmax",
   .n_params      = n_params,
@@ -521,4 +568,5 @@ const fly_model_type fly_model_softmax = {
   .bound_sum     = bound_sum,
   .coef          = &coef_table,
   .thin          = &thin_table,
+  .full          = &full_table,
 };

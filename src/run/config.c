@@ -217,6 +217,7 @@ static const struct { const char *key; unsigned bit; } config_keys[] = {
   { "cache-mb", FLY_GIVEN_CACHE_MB }, { "scan-frac", FLY_GIVEN_SCAN_FRAC },
   { "sketch", FLY_GIVEN_SKETCH }, { "full-logpost-every", FLY_GIVEN_FULL_EVERY },
   { "checkpoint-every", FLY_GIVEN_CKPT_EVERY }, { "profile", FLY_GIVEN_PROFILE },
+  { "formula", FLY_GIVEN_FORMULA }, { "reference", FLY_GIVEN_REFERENCE }, { "na", FLY_GIVEN_NA },
 };
 
 unsigned fly_run_given_bit(const char *key)
@@ -277,6 +278,11 @@ size_t fly_run_cfg_lines(const fly_run_cfg *c, const fly_model *m, const char *d
     else if( !strcmp(k, "full-logpost-every") )
       snprintf(b, bn, "%lld", (long long)c->full_logpost_every);
     else if( !strcmp(k, "profile") ) snprintf(b, bn, "%d", c->profile);
+    else if( !strcmp(k, "formula") )
+      snprintf(b, bn, "%s", c->model.formula ? c->model.formula : "(the columns as stored)");
+    else if( !strcmp(k, "reference") )
+      snprintf(b, bn, "%s", c->model.reference ? c->model.reference : "(first levels)");
+    else if( !strcmp(k, "na") ) snprintf(b, bn, "%s", c->model.na_error ? "error" : "omit");
   }
   return n;
 }

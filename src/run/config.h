@@ -35,7 +35,7 @@ void   fly_run_cfg_to_rec(const fly_run_cfg *c, const fly_model *m, int64_t ds,
 fly_rc fly_run_cfg_from_rec(const fly_run_rec *r, fly_run_cfg *c, fly_err *err);
 
 /* The run_config lines of a resolved configuration. */
-#define FLY_RUN_LINES 32
+#define FLY_RUN_LINES 40
 typedef struct fly_run_line {
   const char *key;
   char        value[4096];

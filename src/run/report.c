@@ -39,7 +39,10 @@ static fly_rc kernel_stats(fly_trace_reader *tr, fly_summary *s, size_t n_keep,
                            fly_trace_row *rows, fly_err *err)
 {
   const fly_trace_run *ri = fly_trace_reader_run(tr);
+  double acc = 0;
+  size_t n_acc = 0;
   s->max_depth = FLY_NUTS_MAX_DEPTH;
+  s->accept_stat = NAN;
   for(size_t c = 0; c < s->n_chains; c++){
     size_t n = 0, m = 0;
     double mean = 0, ss = 0, dd = 0, prev = 0;
@@ -51,6 +54,7 @@ static fly_rc kernel_stats(fly_trace_reader *tr, fly_summary *s, size_t n_keep,
       s->n_kstats++;
       s->n_divergent += w->divergent != 0;
       s->n_max_depth += w->treedepth >= s->max_depth;
+      if( isfinite(w->accept_stat) ){ acc += w->accept_stat; n_acc++; }
       if( !isfinite(w->energy) ) continue;
       /* Welford for the variance, successive differences for the numerator */
       m++;
@@ -62,6 +66,7 @@ static fly_rc kernel_stats(fly_trace_reader *tr, fly_summary *s, size_t n_keep,
     }
     s->ebfmi[c] = m > 1 && ss > 0 ? (dd / (double)m) / (ss / (double)(m - 1)) : NAN;
   }
+  if( n_acc ) s->accept_stat = acc / (double)n_acc;
   return FLY_OK;
 }
 

@@ -47,6 +47,8 @@ typedef struct fly_summary {
   size_t   n_divergent;       /* ... that ended with a divergence */
   size_t   n_max_depth;       /* ... that reached the maximum tree depth */
   int      max_depth;         /* that depth */
+  double   accept_stat;       /* mean acceptance statistic (Stan's accept_stat__,
+                                 what the step size adapts to); NaN if none */
   double   ebfmi[FLY_REPORT_MAX_CHAINS];  /* per chain: mean squared energy change
                                  over the energy's variance; NaN if not defined */
 } fly_summary;

@@ -28,7 +28,9 @@
 #include "flymc/buckets.h"
 #include "flymc/index.h"
 #include "flymc/sketch.h"
+#include "run/choose.h"
 #include "run/config.h"
+#include "run/data.h"
 #include "store/dataset.h"
 #include "store/db.h"
 #include "store/pages.h"
@@ -154,17 +156,24 @@ done:
   return NULL;
 }
 
-/* All rows in one block for regular MCMC, when they fit comfortably;
+/* Whether regular MCMC holds all rows in memory: when they fit
+ * comfortably, in 40% of physical memory. */
+static int fits_memory(const fly_dataset *sh)
+{
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  double bytes = (double)sh->n_rows * (double)sh->width * 8.0;
+  return !(pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz);
+}
+
+/* All rows in one block for regular MCMC, when they fit (fits_memory);
  * *out NULL (stream the pages instead) when they do not. */
 static fly_rc load_all(fly_db *db, int64_t ds, const fly_dataset *sh, double **out,
                        fly_err *err)
 {
   fly_pages *p = NULL;
-  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-  double bytes = (double)sh->n_rows * (double)sh->width * 8.0;
   fly_rc rc;
   *out = NULL;
-  if( pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz ) return FLY_OK;
+  if( !fits_memory(sh) ) return FLY_OK;
   double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
   if( !X ) return FLY_OK;
   if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &p, err)) ) goto done;
@@ -344,11 +353,22 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   const char **names = NULL;
   fly_model m;
   fly_chain_cfg cc;
+  fly_run_data_out dout;
   int64_t bs = 0, run_id = resume_id;
   double t0 = now();
   fly_rc rc;
 
   memset(ck, 0, sizeof ck);
+  memset(&dout, 0, sizeof dout);
+  /* The default that chooses (run/choose.h): nothing that steers the
+   * sampler was set, so the z mode and kernel are the run's to pick. */
+  const unsigned steer = FLY_GIVEN_Z | FLY_GIVEN_BOUNDS | FLY_GIVEN_SAMPLER |
+                         FLY_GIVEN_THETA_STEPS | FLY_GIVEN_LEAPFROG | FLY_GIVEN_STEP |
+                         FLY_GIVEN_PROPOSAL | FLY_GIVEN_SCAN_FRAC | FLY_GIVEN_SKETCH;
+  int choose = !c->z_set && !c->bounds_fixed && c->kernel == FLY_K_MH && !c->isotropic &&
+               c->theta_steps == 0 && c->step == 0 && !(c->given & steer);
+  fly_choice choice;
+  memset(&choice, 0, sizeof choice);
   if( (rc = fly_run_cfg_resolve(c, err)) ){
     res->usage = 1;
     return rc;
@@ -357,7 +377,20 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   res->cache_mb = c->cache_mb;
   openblas_set_num_threads(1);
   if( (rc = fly_db_open(db_path, 0, &db, err)) ) goto done;
-  if( !ds && (rc = fly_dataset_find(db, c->data, &ds, err)) ) goto done;
+  if( !ds ){   /* a new run: the data set its model reads (a resume has it) */
+    int u = 0;
+    if( (rc = fly_dataset_find(db, c->data, &ds, err)) ) goto done;
+    if( (rc = fly_run_data(db, ds, &c->model, &dout, &u, err)) ){
+      res->usage = u;
+      goto done;
+    }
+    ds = dout.dataset_id;
+    if( dout.derived ){
+      say(hooks, "%s", dout.why);
+      if( dout.target_note[0] ) say(hooks, "%s", dout.target_note);
+      c->model.formula = dout.formula;
+    }
+  }
   if( (rc = fly_dataset_load(db, ds, &dset, err)) ) goto done;
   if( (rc = fly_model_spec_resolve(&c->model, db, ds, &m, err)) ||
       (rc = fly_run_cfg_fit(c, &m, err)) ){
@@ -387,8 +420,6 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
         c->sketch ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
   }
-  if( c->z == FLY_Z_REGULAR && (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
-
   memset(&cc, 0, sizeof cc);
   cc.db_path = db_path;
   cc.dataset_id = ds;
@@ -396,7 +427,6 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.bounds = bd;
   cc.buckets = c->z == FLY_Z_GIBBS ? &bk : NULL;
   cc.sketch = c->sketch ? &sk : NULL;
-  cc.Xall = Xall;
   cc.N = dset->n_rows;
   cc.W = (size_t)dset->width;
   cc.z = c->z;
@@ -411,6 +441,37 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.init_map = c->init_map;
   cc.cache_bytes = (size_t)c->cache_mb << 20;
 
+  if( choose ){
+    if( (rc = fly_run_choose(&cc, c->seed, c->warmup + c->iters, dset->n_rows,
+                             m.type->n_params(&m), fits_memory(dset), &choice, err)) )
+      goto done;
+    say(hooks, "%s", choice.why);
+    if( choice.choice != FLY_CHOOSE_FLYMC_MH ){
+      c->kernel = FLY_K_NUTS;
+      c->theta_steps = 1;
+      c->step = 0;
+      if( choice.choice == FLY_CHOOSE_REGULAR_NUTS ){
+        c->z = FLY_Z_REGULAR;
+        c->sketch = -1;
+        fly_buckets_free(&bk);
+        fly_sketch_free(&sk);
+        memset(&bk, 0, sizeof bk);
+        memset(&sk, 0, sizeof sk);
+        cc.buckets = NULL;
+        cc.sketch = NULL;
+      }
+      if( (rc = fly_run_cfg_fit(c, &m, err)) ) goto done;
+      cc.z = c->z;
+      cc.kernel = c->kernel;
+      cc.theta_steps = c->theta_steps;
+      cc.eps0 = c->step;
+    }
+  }
+  if( c->z == FLY_Z_REGULAR ){
+    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+    cc.Xall = Xall;
+  }
+
   if( resume_id > 0 ){
     if( (rc = load_checkpoints(db, run_id, (int)c->chains, ck, err)) ) goto done;
   }else{
@@ -418,6 +479,11 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     fly_run_line lines[FLY_RUN_LINES];
     fly_run_kv kv[FLY_RUN_LINES];
     size_t nl = fly_run_cfg_lines(c, &m, db_path, lines);
+    if( choose ){
+      lines[nl].key = "choice";
+      snprintf(lines[nl].value, sizeof lines[nl].value, "%s", choice.why);
+      lines[nl++].is_default = 1;
+    }
     for(size_t i = 0; i < nl; i++)
       kv[i] = (fly_run_kv){ lines[i].key, lines[i].value, lines[i].is_default };
     fly_run_cfg_to_rec(c, &m, ds, bs, &rec);
@@ -430,7 +496,12 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
       const fly_dataset_column *col = &dset->cols[i];
       if( col->idx >= 0 && (size_t)col->idx < m.D ) names[col->idx] = col->name;
     }
-    if( (rc = fly_run_create(db, &rec, m.K, names, kv, nl, FLYDB_VERSION, &run_id,
+    /* a categorical target's classes are named by their labels (in the
+     * order the model numbers them: R's factor order for a derived set) */
+    const fly_dataset_column *tc = fly_dataset_target(dset);
+    const char *const *classes = tc && tc->categorical && tc->n_levels == m.K ? tc->levels
+                                                                              : NULL;
+    if( (rc = fly_run_create(db, &rec, m.K, classes, names, kv, nl, FLYDB_VERSION, &run_id,
                              err)) ) goto done;
   }
   res->run_id = run_id;

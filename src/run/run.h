@@ -42,6 +42,17 @@ typedef struct fly_model_spec {
   double      prior_scale;  /* sd of the normal, scale of the Laplace (0: 1) */
   double      nu;           /* robust: Student-t degrees of freedom (0: 4) */
   double      scale;        /* robust: Student-t scale (0: the target's sd) */
+  /* The model matrix: an R formula over the data set's columns, e.g.
+   * "y ~ x1 + log(x2) + cut + color:clarity" (NULL: the columns as stored,
+   * the last the target, or "TARGET ~ ." when a column is categorical or
+   * has missing values); categorical columns get treatment contrasts, their
+   * levels sorted in byte order, the first the reference unless `reference`
+   * ("col=level[,col=level...]") names another.  Coefficients are on the
+   * scale of the columns as the formula makes them. */
+  const char *formula;
+  const char *reference;
+  int         na_error;     /* 1: a row with a missing value in a column the
+                               model uses is an error (0: left out, counted) */
 } fly_model_spec;
 
 /* Bits of fly_run_cfg.given: which fields the user set (recorded in
@@ -57,6 +68,7 @@ enum {
   FLY_GIVEN_CACHE_MB = 1u << 19, FLY_GIVEN_SCAN_FRAC = 1u << 20,
   FLY_GIVEN_SKETCH = 1u << 21, FLY_GIVEN_FULL_EVERY = 1u << 22,
   FLY_GIVEN_CKPT_EVERY = 1u << 23, FLY_GIVEN_PROFILE = 1u << 24,
+  FLY_GIVEN_FORMULA = 1u << 25, FLY_GIVEN_REFERENCE = 1u << 26, FLY_GIVEN_NA = 1u << 27,
 };
 
 /* A sampling job.  fly_run_cfg_default fills every field with its default;
@@ -165,14 +177,16 @@ fly_rc fly_run_resume(const char *db_path, int64_t run_id, int64_t cache_mb,
                       fly_run_result *res, fly_err *err);
 
 /* Tune (or find) the bounds of data set `data` (NULL: the only one) for the
- * model spec: fly_tune_get, then fly_bounds_load into *pb (free with
- * fly_bounds_free).  *usage is set when the failure is the spec's
- * (FLY_MISUSE from resolving it).  o NULL: defaults. */
+ * model spec: the data set its formula derives (built if need be), then
+ * fly_tune_get and fly_bounds_load into *pb (free with fly_bounds_free).
+ * *usage is set when the failure is the spec's (FLY_MISUSE from resolving
+ * it, FLY_PARSE / FLY_RANGE from its formula).  o NULL: defaults.  hooks
+ * (NULL: none): its message hook gets what the formula did. */
 struct fly_bounds;
 struct fly_tune_opts;
 fly_rc fly_run_tune(struct fly_db *db, const char *data, const fly_model_spec *s,
-                    const struct fly_tune_opts *o, struct fly_bounds **pb, int *usage,
-                    fly_err *err);
+                    const struct fly_tune_opts *o, const fly_run_hooks *hooks,
+                    struct fly_bounds **pb, int *usage, fly_err *err);
 
 /* Resolve the model spec against data set dataset_id of db into *m
  * (dimensions from the data set; K = largest target + 1 for softmax).

@@ -3,13 +3,21 @@
  *
  * Leapfrog with step eps (jittered), from (th, r), g = grad log p(th):
  *   r  += (eps/2) L^T g
- *   n_leap times:  th += eps L (minv .* r);  g = grad log p(th);
- *                  r  += eps L^T g   (eps/2 on the last step)
+ *   l times:  th += eps L (minv .* r);  g = grad log p(th);
+ *             r  += eps L^T g   (eps/2 on the last step)
+ * with l = n_leap, or uniform on 1..n_leap (rand_leap).
  * H = -log p(th) + sum_i minv_i r_i^2 / 2, accepted with min(1, exp(H0 - H1)).
  * The map is volume preserving and reversible (r -> -r), so this is exact
- * for any fixed eps, n_leap, L and minv; the jitter draws eps independently
- * of the state, which keeps it exact.  A leapfrog point with log p = -inf or
- * a non-finite gradient ends the trajectory as a rejection ("divergent").
+ * for any fixed eps, l, L and minv; the jitter draws eps and l
+ * independently of the state, a mixture of exact kernels, which keeps it
+ * exact.  A fixed path length eps l near a multiple of half a period of
+ * the posterior in some direction (in the whitened metric a near-Gaussian
+ * posterior has period 2 pi in every direction) brings each trajectory
+ * back near its start there, and a 10% eps jitter does not break that;
+ * a uniform l does (Neal 2011, "MCMC using Hamiltonian dynamics", on
+ * choosing the trajectory length at random).
+ * A leapfrog point with log p = -inf or a non-finite gradient ends the
+ * trajectory as a rejection ("divergent").
  *
  * Dual averaging (Hoffman & Gelman 2014, Alg. 5, as Stan's
  * stepsize_adaptation): with m the steps since the last restart,
@@ -20,8 +28,9 @@
  * (Welford variance of u = L^-1 th, a forward substitution, O(P^2) per
  * warm-up draw inside a window).
  *
- * Cost per step: n_leap logp-with-gradient calls plus O(n_leap P^2) for the
- * products with L and L^T.  No allocation after fly_hmc_init.
+ * Cost per step: l logp-with-gradient calls plus O(l P^2) for the
+ * products with L and L^T ((n_leap + 1)/2 on average with rand_leap).  No
+ * allocation after fly_hmc_init.
  */
 #include "samplers/hmc.h"
 
@@ -46,6 +55,7 @@ fly_rc fly_hmc_init(fly_hmc *k, size_t P, const double *L, double eps0,
   k->P = P;
   k->L = L;
   k->n_leap = DEFAULT_LEAP;
+  k->rand_leap = 1;
   k->jitter = 0.1;
   k->target_accept = 0.8;
   k->st.log_eps = log(eps0);
@@ -221,6 +231,9 @@ fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
 
   eps = fly_hmc_eps(k, adapt);
   if( k->jitter > 0 ) eps *= 1 + k->jitter * (2 * fly_rng_uniform(rng) - 1);
+  size_t n_leap = k->n_leap;
+  if( k->rand_leap ) n_leap = 1 + (size_t)fly_rng_below(rng, (uint64_t)k->n_leap);
+  k->leap_last = n_leap;
 
   /* r ~ N(0, diag(1/minv)); H0 = -lp + |e|^2/2 */
   fly_rng_normals(rng, k->r, P);
@@ -232,7 +245,7 @@ fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
   H0 -= *lp;
   memcpy(k->x, th, P * sizeof *th);
   fly_trimul_add_lt(k->L, P, 0.5 * eps, k->grad, k->r);
-  for(size_t l = 0; l < k->n_leap; l++){
+  for(size_t l = 0; l < n_leap; l++){
     for(size_t i = 0; i < P; i++) k->t[i] = k->minv[i] * k->r[i];
     fly_trimul_add_l(k->L, P, eps, k->t, k->x);
     k->n_eval++;
@@ -241,7 +254,7 @@ fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,
       k->divergent = 1;
       break;
     }
-    fly_trimul_add_lt(k->L, P, l + 1 == k->n_leap ? 0.5 * eps : eps, k->g, k->r);
+    fly_trimul_add_lt(k->L, P, l + 1 == n_leap ? 0.5 * eps : eps, k->g, k->r);
   }
   if( !k->divergent ){
     H1 = -lp1;

@@ -23,7 +23,10 @@
  * Afterwards (adapt = 0) eps is frozen at the dual-averaging average
  * exp(log_eps_bar) and minv is fixed: an exact HMC kernel.
  * Every step multiplies eps by a uniform jitter in [1 - jitter, 1 + jitter]
- * (default 0.1) drawn from the chain RNG, against periodic trajectories.
+ * (default 0.1) and, with rand_leap (the default), takes a number of
+ * leapfrog steps uniform on 1..n_leap, both drawn from the chain RNG,
+ * against periodic trajectories (a fixed path length can return each
+ * trajectory near its start; hmc.c).
  *
  * Like MALA (mala.h) the kernel caches log p and its gradient at the current
  * point: invalidate the cache with fly_hmc_invalidate() whenever the target
@@ -62,7 +65,11 @@ typedef struct fly_hmc_state {  /* everything a checkpoint needs, with the array
 typedef struct fly_hmc {
   size_t       P;
   const double *L;          /* P x P lower triangular, row-major; NULL = I */
-  size_t       n_leap;      /* leapfrog steps, default 16 (option) */
+  size_t       n_leap;      /* leapfrog steps, default 16 (option); with
+                               rand_leap the most a step takes */
+  int          rand_leap;   /* 1 (default): l uniform on 1..n_leap a step;
+                               0: l = n_leap */
+  size_t       leap_last;   /* l of the last step */
   double       jitter;      /* relative eps jitter, default 0.1, in [0, 1) */
   double       target_accept;   /* 0.8 */
   size_t       n_warmup;    /* number of adapting steps the caller will run,
@@ -80,7 +87,7 @@ typedef struct fly_hmc {
 } fly_hmc;
 
 /* Sizes the workspaces; L is borrowed and must outlive the kernel.  Set the
- * options (n_leap, jitter, n_warmup) before the first step.  FLY_MISUSE
+ * options (n_leap, rand_leap, jitter, n_warmup) before the first step.  FLY_MISUSE
  * unless P > 0 and eps0 > 0; FLY_NOMEM. */
 fly_rc fly_hmc_init(fly_hmc *k, size_t P, const double *L, double eps0,
                     fly_err *err);
@@ -93,7 +100,7 @@ fly_rc fly_hmc_prime(fly_hmc *k, fly_target *tgt, const double *th,
 void   fly_hmc_invalidate(fly_hmc *k);
 
 /* One HMC transition from th (in/out), *lp (in/out) log p at th; re-primes
- * first if the cache is invalid or *lp differs from st.lp.  n_leap logp
+ * first if the cache is invalid or *lp differs from st.lp.  leap_last logp
  * calls (fewer if divergent, +1 after invalidation).  FLY_MISUSE if
  * n_leap == 0 or jitter is outside [0, 1). */
 fly_rc fly_hmc_step(fly_hmc *k, fly_target *tgt, fly_rng *rng, double *th,

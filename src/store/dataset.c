@@ -52,7 +52,8 @@ fly_rc fly_dataset_find(fly_db *db, const char *name, int64_t *id,
     sqlite3_finalize(st);
     return rc;
   }
-  rc = fly_db_prepare(db, "SELECT id, name FROM dataset ORDER BY id", &st, err);
+  rc = fly_db_prepare(db, "SELECT id, name FROM dataset WHERE id NOT IN"
+                      " (SELECT dataset_id FROM derived) ORDER BY id", &st, err);
   if( rc ) return rc;
   int s;
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){
@@ -123,7 +124,65 @@ static size_t text_bytes(sqlite3_stmt *st, int col)
        ? 0 : (size_t)sqlite3_column_bytes(st, col) + 1;
 }
 
-struct ds_alloc { fly_dataset ds; char *strings; };
+struct ds_alloc {
+  fly_dataset  ds;
+  char        *strings;       /* names and metadata */
+  char        *labels;        /* level labels */
+  const char **lev;           /* every categorical column's labels */
+  int64_t     *lev_n;         /* and counts */
+};
+
+/* The levels of ds's categorical columns, from table level. */
+static fly_rc load_levels(fly_db *db, struct ds_alloc *r, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  size_t total = 0, bytes = 0, k = 0, used = 0;
+  fly_dataset *ds = &r->ds;
+  int s;
+  fly_rc rc = fly_db_prepare(db, "SELECT idx, code, label, count FROM level"
+                             " WHERE dataset_id = ?1 ORDER BY idx, code", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, ds->id);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    total++;
+    bytes += text_bytes(st, 2);
+  }
+  if( s != SQLITE_DONE ){ rc = fly_db_fail(db, err, "reading the levels"); goto done; }
+  if( total == 0 ) goto done;
+  sqlite3_reset(st);
+  r->labels = fly_alloc_array(bytes + 1, 1);
+  r->lev = fly_alloc_array(total, sizeof *r->lev);
+  r->lev_n = fly_alloc_array(total, sizeof *r->lev_n);
+  if( !r->labels || !r->lev || !r->lev_n ){
+    rc = fly_fail(err, FLY_NOMEM, "loading %zu levels of data set %lld", total,
+                  (long long)ds->id);
+    goto done;
+  }
+  /* Rows in (idx, code) order: a column's levels are contiguous, and
+   * code = position unless the file is damaged (then the column gets the
+   * labels it has, in code order, and flydb check reports it). */
+  while( k < total && (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t idx = sqlite3_column_int64(st, 0);
+    const unsigned char *t = sqlite3_column_text(st, 2);
+    size_t n = t ? (size_t)sqlite3_column_bytes(st, 2) : 0;
+    memcpy(r->labels + used, t ? (const char *)t : "", n);
+    r->labels[used + n] = 0;
+    r->lev[k] = r->labels + used;
+    r->lev_n[k] = sqlite3_column_int64(st, 3);
+    used += n + 1;
+    for(size_t j = 0; j < ds->n_cols; j++){
+      fly_dataset_column *c = &ds->cols[j];
+      if( c->idx != idx ) continue;
+      if( c->n_levels == 0 ){ c->levels = r->lev + k; c->level_counts = r->lev_n + k; }
+      c->n_levels++;
+    }
+    k++;
+  }
+  if( k < total ) rc = fly_db_fail(db, err, "reading the levels");
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
 
 fly_rc fly_dataset_load(fly_db *db, int64_t id, fly_dataset **pds,
                         fly_err *err)
@@ -138,10 +197,13 @@ fly_rc fly_dataset_load(fly_db *db, int64_t id, fly_dataset **pds,
   *pds = NULL;
   rc = fly_db_prepare(db, "SELECT id, name, source, n_rows, width, n_features,"
       " has_intercept, target_name, page_rows, n_pages, prec, raw_bytes,"
-      " stored_bytes, created_at FROM dataset WHERE id = ?1", &st, err);
+      " stored_bytes, created_at, d.parent_id, d.design_key, d.n_omitted"
+      " FROM dataset LEFT JOIN derived d ON d.dataset_id = id WHERE id = ?1",
+      &st, err);
   if( rc ) goto done;
   rc = fly_db_prepare(db, "SELECT idx, name, role, csv_col, n, mean, sd, min,"
-      " max FROM dataset_column WHERE dataset_id = ?1 ORDER BY idx", &cs, err);
+      " max, type = 'categorical', n_missing FROM dataset_column"
+      " WHERE dataset_id = ?1 ORDER BY idx", &cs, err);
   if( rc ) goto done;
   sqlite3_bind_int64(st, 1, id);
   sqlite3_bind_int64(cs, 1, id);
@@ -154,7 +216,7 @@ fly_rc fly_dataset_load(fly_db *db, int64_t id, fly_dataset **pds,
   if( s != SQLITE_ROW ){ rc = fly_db_fail(db, err, "reading the data set"); goto done; }
   /* Sizes first (columns counted in a first pass), then one copy. */
   bytes = text_bytes(st, 1) + text_bytes(st, 2) + text_bytes(st, 7)
-        + text_bytes(st, 13);
+        + text_bytes(st, 13) + text_bytes(st, 15);
   while( (s = sqlite3_step(cs)) == SQLITE_ROW ){
     n_cols++;
     bytes += text_bytes(cs, 1) + text_bytes(cs, 2);
@@ -188,6 +250,9 @@ fly_rc fly_dataset_load(fly_db *db, int64_t id, fly_dataset **pds,
   ds->raw_bytes = sqlite3_column_int64(st, 11);
   ds->stored_bytes = sqlite3_column_int64(st, 12);
   ds->created_at = keep(&a, sqlite3_column_text(st, 13));
+  ds->parent_id = sqlite3_column_int64(st, 14);
+  ds->design_key = keep(&a, sqlite3_column_text(st, 15));
+  ds->n_omitted = sqlite3_column_int64(st, 16);
   /* Both passes read one snapshot: st, still on its row, holds it. */
   while( ds->n_cols < n_cols && (s = sqlite3_step(cs)) == SQLITE_ROW ){
     fly_dataset_column *c = &ds->cols[ds->n_cols++];
@@ -200,8 +265,11 @@ fly_rc fly_dataset_load(fly_db *db, int64_t id, fly_dataset **pds,
     c->sd = sqlite3_column_double(cs, 6);
     c->min = sqlite3_column_double(cs, 7);
     c->max = sqlite3_column_double(cs, 8);
+    c->categorical = sqlite3_column_int(cs, 9);
+    c->n_missing = sqlite3_column_int64(cs, 10);
   }
   if( ds->n_cols < n_cols ) rc = fly_db_fail(db, err, "reading the columns");
+  if( rc == FLY_OK ) rc = load_levels(db, r, err);
 
 done:
   sqlite3_finalize(st);
@@ -219,6 +287,9 @@ void fly_dataset_free(fly_dataset *ds)
   if( !ds ) return;
   struct ds_alloc *r = (struct ds_alloc *)ds;   /* ds is its first member */
   fly_free(r->strings);
+  fly_free(r->labels);
+  fly_free(r->lev);
+  fly_free(r->lev_n);
   fly_free(r->ds.cols);
   fly_free(r);
 }
@@ -232,6 +303,24 @@ const fly_dataset_column *fly_dataset_column_find(const fly_dataset *ds,
   return NULL;
 }
 
+fly_rc fly_dataset_require_numeric(const fly_dataset *ds, fly_err *err)
+{
+  if( ds->parent_id ) return FLY_OK;
+  for(size_t j = 0; j < ds->n_cols; j++){
+    const fly_dataset_column *c = &ds->cols[j];
+    if( c->categorical )
+      return fly_fail(err, FLY_MISUSE, "data set '%s': column '%s' is "
+                      "categorical: choose the model's columns with --formula",
+                      ds->name, c->name ? c->name : "?");
+    if( c->n_missing > 0 )
+      return fly_fail(err, FLY_MISUSE, "data set '%s': column '%s' has %lld "
+                      "missing values: choose the model's columns with "
+                      "--formula, which leaves such rows out", ds->name,
+                      c->name ? c->name : "?", (long long)c->n_missing);
+  }
+  return FLY_OK;
+}
+
 const fly_dataset_column *fly_dataset_target(const fly_dataset *ds)
 {
   for(size_t j = 0; j < ds->n_cols; j++)
@@ -242,7 +331,10 @@ const fly_dataset_column *fly_dataset_target(const fly_dataset *ds)
 
 /* ---- column statistics ---------------------------------------------- */
 
-typedef struct colstat { double mean, m2, min, max; } colstat;
+typedef struct colstat {
+  double  mean, m2, min, max;
+  int64_t n, n_missing;        /* values added; NaNs seen */
+} colstat;
 
 struct fly_dataset_stats {
   size_t   width;
@@ -278,14 +370,15 @@ void fly_dataset_stats_add(fly_dataset_stats *s, const double *rows,
 {
   for(size_t i = 0; i < n_rows; i++, s->n++){
     const double *x = rows + i * s->width;
-    double cnt = (double)(s->n + 1);
     for(size_t j = 0; j < s->width; j++){
       colstat *c = &s->c[j];
       /* Welford, in a form that cannot overflow to NaN for values near
        * +-DBL_MAX (v - mean can exceed DBL_MAX; each quotient cannot).  m2
        * may still reach +inf, which is stored as such: the sd is then too
        * large for a double. */
-      double v = x[j], old = c->mean;
+      double v = x[j], old = c->mean, cnt;
+      if( isnan(v) ){ c->n_missing++; continue; }
+      cnt = (double)++c->n;
       c->mean = old + (v / cnt - old / cnt);
       c->m2 += (v - old) * (v - c->mean);
       if( isnan(c->m2) ) c->m2 = INFINITY;
@@ -300,11 +393,13 @@ int64_t fly_dataset_stats_rows(const fly_dataset_stats *s) { return s->n; }
 void fly_dataset_stats_get(const fly_dataset_stats *s, size_t j,
                            fly_dataset_column *c)
 {
-  c->n = s->n;
-  c->mean = s->c[j].mean;
-  c->sd = s->n > 1 ? sqrt(s->c[j].m2 / (double)(s->n - 1)) : 0.0;
-  c->min = s->c[j].min;
-  c->max = s->c[j].max;
+  const colstat *k = &s->c[j];
+  c->n = k->n;
+  c->n_missing = k->n_missing;
+  c->mean = k->mean;
+  c->sd = k->n > 1 ? sqrt(k->m2 / (double)(k->n - 1)) : 0.0;
+  c->min = k->min;
+  c->max = k->max;
 }
 
 /* ---- writing -------------------------------------------------------- */
@@ -338,15 +433,36 @@ fly_rc fly_dataset_create(fly_db *db, const fly_dataset_spec *sp, int64_t *id,
   return rc;
 }
 
+/* The level rows of column c of data set id. */
+static fly_rc insert_levels(fly_db *db, sqlite3_stmt *st, int64_t id,
+                            const fly_dataset_column *c, fly_err *err)
+{
+  for(size_t k = 0; k < c->n_levels; k++){
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, c->idx);
+    sqlite3_bind_int64(st, 3, (int64_t)k);
+    sqlite3_bind_text(st, 4, c->levels[k], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, c->level_counts[k]);
+    if( sqlite3_step(st) != SQLITE_DONE )
+      return fly_db_fail(db, err, "storing the levels of a categorical column");
+    sqlite3_reset(st);
+  }
+  return FLY_OK;
+}
+
 static fly_rc insert_columns(fly_db *db, int64_t id, size_t width,
                              const fly_dataset_column *cols,
                              const fly_dataset_stats *sts, fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
+  sqlite3_stmt *st = NULL, *ls = NULL;
   fly_rc rc = fly_db_prepare(db,
       "INSERT INTO dataset_column(dataset_id, idx, name, role, csv_col, n, "
-      "mean, sd, min, max) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", &st, err);
-  if( rc ) return rc;
+      "mean, sd, min, max, type, n_missing) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
+      "?9,?10,?11,?12)", &st, err);
+  if( rc == FLY_OK )
+    rc = fly_db_prepare(db, "INSERT INTO level(dataset_id, idx, code, label,"
+                        " count) VALUES (?1,?2,?3,?4,?5)", &ls, err);
+  if( rc ) goto done;
   for(size_t j = 0; j < width; j++){
     fly_dataset_column c = cols[j];
     fly_dataset_stats_get(sts, j, &c);
@@ -361,12 +477,106 @@ static fly_rc insert_columns(fly_db *db, int64_t id, size_t width,
     sqlite3_bind_double(st, 8, c.sd);
     sqlite3_bind_double(st, 9, c.min);
     sqlite3_bind_double(st, 10, c.max);
+    sqlite3_bind_text(st, 11, c.categorical ? "categorical" : "numeric", -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(st, 12, c.n_missing);
     if( sqlite3_step(st) != SQLITE_DONE ){
       rc = fly_db_fail(db, err, "storing column statistics");
       break;
     }
     sqlite3_reset(st);
+    if( c.categorical && (rc = insert_levels(db, ls, id, &c, err)) ) break;
   }
+done:
+  sqlite3_finalize(st);
+  sqlite3_finalize(ls);
+  return rc;
+}
+
+fly_rc fly_dataset_set_derived(fly_db *db, int64_t id, int64_t parent,
+                               const char *key, int64_t n_omitted,
+                               size_t n_omit, const int64_t *omit_idx,
+                               const int64_t *omit, fly_err *err)
+{
+  sqlite3_stmt *st = NULL, *os = NULL;
+  fly_rc rc = fly_db_prepare(db, "INSERT INTO derived(dataset_id, parent_id,"
+                             " design_key, n_omitted) VALUES (?1,?2,?3,?4)", &st, err);
+  if( rc == FLY_OK )
+    rc = fly_db_prepare(db, "INSERT INTO derived_omit(dataset_id, idx, n_rows)"
+                        " VALUES (?1,?2,?3)", &os, err);
+  if( rc ) goto done;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(st, 2, parent);
+  sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, n_omitted);
+  if( sqlite3_step(st) != SQLITE_DONE ){
+    rc = fly_db_fail(db, err, "recording the derived data set");
+    goto done;
+  }
+  for(size_t j = 0; j < n_omit; j++){
+    if( omit[j] == 0 ) continue;
+    sqlite3_bind_int64(os, 1, id);
+    sqlite3_bind_int64(os, 2, omit_idx[j]);
+    sqlite3_bind_int64(os, 3, omit[j]);
+    if( sqlite3_step(os) != SQLITE_DONE ){
+      rc = fly_db_fail(db, err, "recording the rows a design left out");
+      goto done;
+    }
+    sqlite3_reset(os);
+  }
+done:
+  sqlite3_finalize(st);
+  sqlite3_finalize(os);
+  return rc;
+}
+
+fly_rc fly_dataset_find_derived(fly_db *db, int64_t parent, const char *key,
+                                int64_t *id, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "SELECT dataset_id FROM derived WHERE"
+                             " parent_id = ?1 AND design_key = ?2", &st, err);
+  if( rc ) return rc;
+  *id = 0;
+  sqlite3_bind_int64(st, 1, parent);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+  int s = sqlite3_step(st);
+  if( s == SQLITE_ROW ) *id = sqlite3_column_int64(st, 0);
+  else if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "looking up a derived data set");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+fly_rc fly_dataset_omitted(fly_db *db, int64_t id, fly_dataset_omit_fn *fn,
+                           void *u, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  int s;
+  fly_rc rc = fly_db_prepare(db, "SELECT idx, n_rows FROM derived_omit WHERE"
+                             " dataset_id = ?1 ORDER BY idx", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, id);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW )
+    fn(u, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+  if( s != SQLITE_DONE ) rc = fly_db_fail(db, err, "reading table derived_omit");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+fly_rc fly_dataset_set_counts(fly_db *db, int64_t id, int64_t n_rows,
+                              int64_t n_pages, int64_t raw_bytes,
+                              int64_t stored_bytes, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  fly_rc rc = fly_db_prepare(db, "UPDATE dataset SET n_rows=?2, n_pages=?3, "
+                             "raw_bytes=?4, stored_bytes=?5 WHERE id=?1", &st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int64(st, 2, n_rows);
+  sqlite3_bind_int64(st, 3, n_pages);
+  sqlite3_bind_int64(st, 4, raw_bytes);
+  sqlite3_bind_int64(st, 5, stored_bytes);
+  if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "finishing the data set");
   sqlite3_finalize(st);
   return rc;
 }
@@ -376,27 +586,137 @@ fly_rc fly_dataset_finish(fly_db *db, int64_t id, int64_t n_pages,
                           const fly_dataset_column *cols,
                           const fly_dataset_stats *sts, fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
-  fly_rc rc = fly_db_prepare(db, "UPDATE dataset SET n_rows=?2, n_pages=?3, "
-                             "raw_bytes=?4, stored_bytes=?5 WHERE id=?1", &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_int64(st, 2, sts->n);
-  sqlite3_bind_int64(st, 3, n_pages);
-  sqlite3_bind_int64(st, 4, raw_bytes);
-  sqlite3_bind_int64(st, 5, stored_bytes);
-  if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "finishing the data set");
-  sqlite3_finalize(st);
+  fly_rc rc = fly_dataset_set_counts(db, id, sts->n, n_pages, raw_bytes,
+                                     stored_bytes, err);
   if( rc == FLY_OK ) rc = insert_columns(db, id, sts->width, cols, sts, err);
   return rc;
 }
 
 /* ---- integrity check ------------------------------------------------ */
 
+/* What the check recomputes from the pages: the statistics, and for each
+ * categorical column the rows holding each code and the values that are
+ * not a code. */
+typedef struct recount {
+  fly_dataset_stats *st;
+  size_t    width;
+  int64_t  *n_levels;    /* width: levels of column j, -1 if numeric */
+  int64_t **counts;      /* width: n_levels[j] counters, or NULL */
+  int64_t  *n_bad;       /* width: values neither a code nor NaN */
+  double   *first_bad;   /* width: the first such value */
+} recount;
+
+static void recount_free(recount *r)
+{
+  if( r->counts )
+    for(size_t j = 0; j < r->width; j++) fly_free(r->counts[j]);
+  fly_free(r->counts);
+  fly_free(r->n_levels);
+  fly_free(r->n_bad);
+  fly_free(r->first_bad);
+  fly_dataset_stats_free(r->st);
+  memset(r, 0, sizeof *r);
+}
+
+/* Set up r for data set id of width columns from its column types and
+ * level rows.  0 on success. */
+static int recount_new(fly_db *db, fly_checker *ck, int64_t id, size_t width,
+                       recount *r)
+{
+  sqlite3_stmt *st;
+  int s, ok = 1;
+  memset(r, 0, sizeof *r);
+  r->width = width;
+  r->n_levels = fly_alloc_array(width, sizeof *r->n_levels);
+  r->counts = fly_alloc_array(width, sizeof *r->counts);
+  r->n_bad = fly_alloc_array(width, sizeof *r->n_bad);
+  r->first_bad = fly_alloc_array(width, sizeof *r->first_bad);
+  if( !r->n_levels || !r->counts || !r->n_bad || !r->first_bad
+      || fly_dataset_stats_new(width, &r->st, NULL) ){
+    recount_free(r);
+    return 1;
+  }
+  for(size_t j = 0; j < width; j++) r->n_levels[j] = -1;
+  st = fly_check_prepare(db, ck, "SELECT c.idx, (SELECT count(*) FROM level l"
+      " WHERE l.dataset_id = c.dataset_id AND l.idx = c.idx) FROM dataset_column c"
+      " WHERE c.dataset_id = ?1 AND c.type = 'categorical'");
+  if( !st ){ recount_free(r); return 1; }
+  sqlite3_bind_int64(st, 1, id);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t j = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
+    if( j < 0 || (uint64_t)j >= width ) continue;   /* check_columns reports it */
+    r->n_levels[j] = n;
+    r->counts[j] = fly_alloc_array(n ? (size_t)n : 1, sizeof **r->counts);
+    if( !r->counts[j] ) ok = 0;
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table dataset_column");
+  sqlite3_finalize(st);
+  if( !ok || s != SQLITE_DONE ){ recount_free(r); return 1; }
+  return 0;
+}
+
 static void stats_page(void *u, int64_t k, const double *rows, size_t n)
 {
+  recount *r = u;
   (void)k;
-  fly_dataset_stats_add(u, rows, n);
+  fly_dataset_stats_add(r->st, rows, n);
+  for(size_t j = 0; j < r->width; j++){
+    if( !r->counts[j] ) continue;
+    for(size_t i = 0; i < n; i++){
+      double v = rows[i * r->width + j];
+      if( isnan(v) ) continue;
+      if( v >= 0 && v < (double)r->n_levels[j] && v == floor(v) )
+        r->counts[j][(size_t)v]++;
+      else if( r->n_bad[j]++ == 0 )
+        r->first_bad[j] = v;
+    }
+  }
+}
+
+/* The level rows of data set ds: only on categorical columns, codes
+ * 0..n-1 in order, and (r non-NULL) the counts r recomputed. */
+static void check_levels(fly_db *db, fly_checker *ck,
+                         const fly_dataset_checked *ds, const recount *r)
+{
+  sqlite3_stmt *st = fly_check_prepare(db, ck,
+      "SELECT l.idx, l.code, l.count, c.type FROM level l LEFT JOIN"
+      " dataset_column c ON c.dataset_id = l.dataset_id AND c.idx = l.idx"
+      " WHERE l.dataset_id = ?1 ORDER BY l.idx, l.code");
+  int64_t prev = -1, next = 0;
+  int s;
+  if( !st ) return;
+  sqlite3_bind_int64(st, 1, ds->id);
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    int64_t j = sqlite3_column_int64(st, 0), code = sqlite3_column_int64(st, 1);
+    int64_t cnt = sqlite3_column_int64(st, 2);
+    const char *type = (const char *)sqlite3_column_text(st, 3);
+    if( j != prev ){ prev = j; next = 0; }
+    if( !type || strcmp(type, "categorical") != 0 ){
+      if( code == 0 )
+        fly_check_problem(ck, "level rows for column %lld, which is not "
+                          "categorical", (long long)j);
+      continue;
+    }
+    if( code != next )
+      fly_check_problem(ck, "column %lld: level code %lld, want %lld (codes "
+                        "are 0..n_levels-1)", (long long)j, (long long)code,
+                        (long long)next);
+    next = code + 1;
+    if( r && j >= 0 && (uint64_t)j < r->width && r->counts[j]
+        && code >= 0 && code < r->n_levels[j] && r->counts[j][code] != cnt )
+      fly_check_problem(ck, "column %lld: level %lld counts %lld rows, the "
+                        "pages hold %lld", (long long)j, (long long)code,
+                        (long long)cnt, (long long)r->counts[j][code]);
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table level");
+  sqlite3_finalize(st);
+  if( r )
+    for(size_t j = 0; j < r->width; j++)
+      if( r->n_bad[j] )
+        fly_check_problem(ck, "column %zu is categorical with %lld levels, but "
+                          "the pages hold %lld values that are no level code "
+                          "(the first %.17g)", j, (long long)r->n_levels[j],
+                          (long long)r->n_bad[j], r->first_bad[j]);
 }
 
 /* dataset_column rows of ds: one per stored column with the right role,
@@ -406,8 +726,10 @@ static void check_columns(fly_db *db, fly_checker *ck,
                           const char *target, const fly_dataset_stats *rs)
 {
   sqlite3_stmt *st = fly_check_prepare(db, ck,
-      "SELECT idx, name, role, n, mean, sd, min, max"
-      " FROM dataset_column WHERE dataset_id = ?1"
+      "SELECT idx, name, role, n, mean, sd, min, max, type, n_missing,"
+      " (SELECT sum(count) FROM level l WHERE l.dataset_id = c.dataset_id"
+      "  AND l.idx = c.idx)"
+      " FROM dataset_column c WHERE dataset_id = ?1"
       " ORDER BY idx");
   int64_t next = 0, w = ds->width;
   char buf[48];
@@ -437,11 +759,27 @@ static void check_columns(fly_db *db, fly_checker *ck,
     if( j == w - 1 && target && strcmp(name, target) != 0 )
       fly_check_problem(ck, "column %lld: name '%s', but dataset.target_name is '%s'",
                         (long long)j, name, target);
+    const char *type = (const char *)sqlite3_column_text(st, 8);
+    int64_t n = sqlite3_column_int64(st, 3), n_miss = sqlite3_column_int64(st, 9);
+    if( n + n_miss != ds->n_rows )
+      fly_check_problem(ck, "column %lld ('%s'): %lld values and %lld missing, "
+                        "but the data set has %lld rows", (long long)j, name,
+                        (long long)n, (long long)n_miss, (long long)ds->n_rows);
+    if( type && strcmp(type, "categorical") == 0 ){
+      int64_t sum = sqlite3_column_int64(st, 10);
+      if( sum != n )
+        fly_check_problem(ck, "column %lld ('%s'): its levels count %lld rows, "
+                          "want %lld (the values not missing)", (long long)j,
+                          name, (long long)sum, (long long)n);
+    }
     if( !rs ) continue;
 
     fly_dataset_column c;
     fly_dataset_stats_get(rs, (size_t)j, &c);
-    int64_t n = sqlite3_column_int64(st, 3);
+    if( n_miss != c.n_missing )
+      fly_check_problem(ck, "column %lld ('%s'): n_missing %lld, but the pages "
+                        "hold %lld missing values", (long long)j, name,
+                        (long long)n_miss, (long long)c.n_missing);
     double v[4], r[4] = { c.mean, c.sd, c.min, c.max };
     const char *what[4] = { "mean", "sd", "min", "max" };
     double scale = fmax(fabs(c.min), fabs(c.max));
@@ -476,7 +814,8 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
   int64_t raw = sqlite3_column_int64(row, 9);
   int64_t stored = sqlite3_column_int64(row, 10);
   const char *name = (const char *)sqlite3_column_text(row, 1);
-  fly_dataset_stats *stats = NULL;
+  recount rc = { 0 };
+  int counted = 0;
   fly_pages_scan sr;
   fly_pages_info t;
   int64_t before;
@@ -522,10 +861,12 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
   t.page_rows = ds->page_rows;
   t.n_pages = want_pages;
   t.prec = ds->prec;
-  if( !ck->quick && fly_dataset_stats_new(t.width, &stats, NULL) )
-    fly_check_problem(ck, "out of memory for column statistics");
-  fly_pages_check(db, FLY_TABLE_DATA, ds->id, &t, stats ? stats_page : NULL,
-                  stats, ck, &sr);
+  if( !ck->quick ){
+    counted = recount_new(db, ck, ds->id, t.width, &rc) == 0;
+    if( !counted ) fly_check_problem(ck, "out of memory for column statistics");
+  }
+  fly_pages_check(db, FLY_TABLE_DATA, ds->id, &t, counted ? stats_page : NULL,
+                  &rc, ck, &sr);
   if( !sr.layout_bad && sr.n_rows != (uint64_t)ds->n_rows )
     fly_check_problem(ck, "the pages hold %llu rows, dataset.n_rows is %lld",
                       (unsigned long long)sr.n_rows, (long long)ds->n_rows);
@@ -534,8 +875,9 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
                       (long long)stored, (unsigned long long)sr.bytes);
   /* Sound: the rows are what ingest stored (the columns' rows aside). */
   ds->sound = ck->n_problems == before;
-  check_columns(db, ck, ds, has_icpt, target, stats && !sr.bad ? stats : NULL);
-  fly_dataset_stats_free(stats);
+  check_columns(db, ck, ds, has_icpt, target, counted && !sr.bad ? rc.st : NULL);
+  check_levels(db, ck, ds, counted && !sr.bad ? &rc : NULL);
+  recount_free(&rc);
 
   if( ds->sound ){
     fly_err e = {0};
@@ -544,6 +886,54 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
       ds->sound = 0;
     }
   }
+}
+
+/* Table derived: a derived data set's rows and the parent rows it left
+ * out add up to the parent's rows, each derived_omit count is at most the
+ * rows left out and together at least them (a row may count for several
+ * columns), and the columns named are the parent's. */
+static void check_derived(fly_db *db, fly_checker *ck)
+{
+  sqlite3_stmt *st;
+  int s;
+  fly_check_scope(ck, "table derived");
+  st = fly_check_prepare(db, ck,
+      "SELECT d.dataset_id, c.name, c.n_rows, p.name, p.n_rows, d.n_omitted,"
+      " (SELECT coalesce(sum(n_rows), 0) FROM derived_omit o"
+      "   WHERE o.dataset_id = d.dataset_id),"
+      " (SELECT coalesce(max(n_rows), 0) FROM derived_omit o"
+      "   WHERE o.dataset_id = d.dataset_id),"
+      " (SELECT count(*) FROM derived_omit o WHERE o.dataset_id = d.dataset_id"
+      "   AND NOT EXISTS (SELECT 1 FROM dataset_column pc WHERE"
+      "   pc.dataset_id = d.parent_id AND pc.idx = o.idx)),"
+      " (SELECT count(*) FROM derived x WHERE x.dataset_id = d.parent_id)"
+      " FROM derived d JOIN dataset c ON c.id = d.dataset_id"
+      " JOIN dataset p ON p.id = d.parent_id ORDER BY d.dataset_id");
+  if( !st ) return;
+  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+    long long id = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 2);
+    long long pn = sqlite3_column_int64(st, 4), om = sqlite3_column_int64(st, 5);
+    long long sum = sqlite3_column_int64(st, 6), mx = sqlite3_column_int64(st, 7);
+    const char *nm = (const char *)sqlite3_column_text(st, 1);
+    const char *pnm = (const char *)sqlite3_column_text(st, 3);
+    if( !nm ) nm = "?";
+    if( !pnm ) pnm = "?";
+    if( n + om != pn )
+      fly_check_problem(ck, "data set '%s' (id %lld): %lld rows and %lld left out, "
+                        "but its parent '%s' has %lld", nm, id, n, om, pnm, pn);
+    if( sum < om || mx > om )
+      fly_check_problem(ck, "data set '%s' (id %lld): the rows left out per column "
+                        "(%lld in all, at most %lld) do not account for the %lld "
+                        "left out", nm, id, sum, mx, om);
+    if( sqlite3_column_int64(st, 8) > 0 )
+      fly_check_problem(ck, "data set '%s' (id %lld): derived_omit names columns "
+                        "its parent '%s' does not have", nm, id, pnm);
+    if( sqlite3_column_int64(st, 9) > 0 )
+      fly_check_problem(ck, "data set '%s' (id %lld): its parent '%s' is itself "
+                        "derived", nm, id, pnm);
+  }
+  if( s != SQLITE_DONE ) fly_check_step_failed(db, ck, "reading table derived");
+  sqlite3_finalize(st);
 }
 
 fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
@@ -579,6 +969,7 @@ fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
     fly_check_step_failed(db, ck, "reading table dataset");
   }
   sqlite3_finalize(st);
+  check_derived(db, ck);
 done:
   fly_check_scope(ck, "%s", "");
   *pds = ds;

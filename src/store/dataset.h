@@ -8,8 +8,13 @@
  * [1 (intercept)] features... target: n_features = width - 1 (intercept
  * included) and the target last, so a block of rows is the design matrix
  * with the target in its last column.  Every stored column has a
- * dataset_column row (idx 0..width-1) with its name, role and statistics
- * over all rows as stored (after f32 rounding).
+ * dataset_column row (idx 0..width-1) with its name, role, type (numeric
+ * or categorical), missing count and statistics over its values as stored
+ * (after f32 rounding), missing ones left out.  A categorical column holds
+ * level codes 0..n_levels-1, its labels and counts in table `level`; a
+ * missing value is a NaN in any column.  A data set derived from another
+ * by a model design (io/design.h) has a row in table `derived`
+ * (docs/format.md §2.1, §2.5).
  *
  * The statistics are computed by fly_dataset_stats: ingest feeds it the
  * rows as it stores them, and fly_dataset_check feeds it the decoded pages,
@@ -35,8 +40,13 @@ typedef struct fly_dataset_column {
   const char *name;       /* "(Intercept)" for the intercept */
   const char *role;       /* "intercept", "feature" or "target" */
   int64_t     csv_col;    /* 1-based CSV column, 0 for the intercept */
-  int64_t     n;          /* rows the statistics cover */
+  int64_t     n;          /* rows the statistics cover: those not missing */
   double      mean, sd, min, max;  /* sd: n-1 denominator, 0 for one row */
+  int         categorical;/* 1: values are level codes 0..n_levels-1 */
+  int64_t     n_missing;  /* rows holding NaN (a missing cell) */
+  size_t      n_levels;   /* categorical: levels, by code */
+  const char *const *levels;      /* categorical: label of each code */
+  const int64_t     *level_counts;/* categorical: rows holding each code */
 } fly_dataset_column;
 
 /* A data set's metadata and columns, as stored.  Strings are NULL where
@@ -58,11 +68,16 @@ typedef struct fly_dataset {
   int64_t     stored_bytes;   /* sum of the page payloads */
   size_t      n_cols;         /* column rows, in idx order */
   fly_dataset_column *cols;
+  int64_t     parent_id;      /* derived (io/design.h): the data set it
+                                 was built from; 0 for an ingested one */
+  const char *design_key;     /* derived: the design's key; else NULL */
+  int64_t     n_omitted;      /* derived: parent rows left out */
 } fly_dataset;
 
-/* The id of data set `name`; name NULL: the only one.  FLY_RANGE if there
- * is no such data set (or none at all), FLY_MISUSE if name is NULL and
- * there are several (the message lists their names). */
+/* The id of data set `name`; name NULL: the only ingested one (data sets
+ * derived by a design are not counted).  FLY_RANGE if there is no such
+ * data set (or none at all), FLY_MISUSE if name is NULL and there are
+ * several (the message lists their names). */
 fly_rc fly_dataset_find(fly_db *db, const char *name, int64_t *id,
                         fly_err *err);
 
@@ -80,6 +95,14 @@ void   fly_dataset_free(fly_dataset *ds);              /* NULL: no-op */
 const fly_dataset_column *fly_dataset_column_find(const fly_dataset *ds,
                                                   const char *name);
 
+/* FLY_OK if every stored column of ds is numeric without missing values,
+ * so that a model can use its rows as they are; else FLY_MISUSE naming
+ * the first categorical column or column with missing values ("data set
+ * 'd': column 'cut' is categorical: choose the model's columns with
+ * --formula").  Derived data sets pass (their categorical target holds
+ * class indices). */
+fly_rc fly_dataset_require_numeric(const fly_dataset *ds, fly_err *err);
+
 /* The target column (role 'target'), or NULL in a damaged file. */
 const fly_dataset_column *fly_dataset_target(const fly_dataset *ds);
 
@@ -87,8 +110,10 @@ const fly_dataset_column *fly_dataset_target(const fly_dataset *ds);
 
 /* Running mean and variance (Welford) and range of each column of rows of
  * width values, in a form that cannot overflow to NaN for values near
- * +-DBL_MAX; a variance beyond a double is +inf.  Rows must be added in
- * stored order for the bits to match a data set's stored statistics. */
+ * +-DBL_MAX; a variance beyond a double is +inf.  A NaN (a missing value)
+ * is counted as missing and left out of the column's statistics.  Rows
+ * must be added in stored order for the bits to match a data set's stored
+ * statistics. */
 typedef struct fly_dataset_stats fly_dataset_stats;
 
 fly_rc fly_dataset_stats_new(size_t width, fly_dataset_stats **ps,
@@ -102,8 +127,9 @@ void   fly_dataset_stats_add(fly_dataset_stats *s, const double *rows,
 /* Rows added so far. */
 int64_t fly_dataset_stats_rows(const fly_dataset_stats *s);
 
-/* Column j's statistics into c->n, mean, sd, min, max (other fields
- * untouched). */
+/* Column j's statistics into c->n, mean, sd, min, max and n_missing
+ * (other fields untouched).  A column with no value: mean and sd 0, min
+ * +inf, max -inf. */
 void   fly_dataset_stats_get(const fly_dataset_stats *s, size_t j,
                              fly_dataset_column *c);
 
@@ -127,14 +153,41 @@ typedef struct fly_dataset_spec {
 fly_rc fly_dataset_create(fly_db *db, const fly_dataset_spec *s, int64_t *id,
                           fly_err *err);
 
+/* Record the counts of data set id (what fly_pages_open reads), before
+ * its columns are known: for a pass over the pages inside the ingest's
+ * transaction.  fly_dataset_finish records them again. */
+fly_rc fly_dataset_set_counts(fly_db *db, int64_t id, int64_t n_rows,
+                              int64_t n_pages, int64_t raw_bytes,
+                              int64_t stored_bytes, fly_err *err);
+
 /* Record the final counts of data set id and its column table: cols[j]
- * (j < width) gives idx, name, role and csv_col of stored column j; the
- * statistics come from st, which saw every row.  Inside the caller's
- * transaction. */
+ * (j < width) gives idx, name, role, csv_col and categorical of stored
+ * column j, and for a categorical column its levels (n_levels labels and
+ * level_counts, by code); the statistics and missing counts come from st,
+ * which saw every row.  Inside the caller's transaction. */
 fly_rc fly_dataset_finish(fly_db *db, int64_t id, int64_t n_pages,
                           int64_t raw_bytes, int64_t stored_bytes,
                           const fly_dataset_column *cols,
                           const fly_dataset_stats *st, fly_err *err);
+
+/* Record that data set id is derived from parent by the design whose key
+ * is key, n_omitted parent rows left out, omit[j] of them (j < n_omit) for
+ * a missing value in the parent's column omit_idx[j] (zeros are not
+ * stored).  Inside the caller's transaction. */
+fly_rc fly_dataset_set_derived(fly_db *db, int64_t id, int64_t parent,
+                               const char *key, int64_t n_omitted,
+                               size_t n_omit, const int64_t *omit_idx,
+                               const int64_t *omit, fly_err *err);
+
+/* The derived data set of parent for design key, in *id (0 if none). */
+fly_rc fly_dataset_find_derived(fly_db *db, int64_t parent, const char *key,
+                                int64_t *id, fly_err *err);
+
+/* Rows of the parent left out of derived data set id because of its
+ * column idx, through fn (idx ascending). */
+typedef void fly_dataset_omit_fn(void *u, int64_t idx, int64_t n_rows);
+fly_rc fly_dataset_omitted(fly_db *db, int64_t id, fly_dataset_omit_fn *fn,
+                           void *u, fly_err *err);
 
 /* ---- integrity check ------------------------------------------------ */
 
@@ -153,8 +206,12 @@ typedef struct fly_dataset_checked {
  * (n_pages from n_rows and page_rows, raw_bytes = rows x width x prec,
  * n_features), the pages (fly_pages_check: map, checksums, decode),
  * stored_bytes, the dataset_column rows (idx 0..width-1, roles, the
- * target's name) and unless ck->quick the statistics recomputed from the
- * decoded pages with fly_dataset_stats.  *pds (*n of them, in id order) is
+ * target's name, types), the levels of categorical columns (codes
+ * 0..n-1, counts and n_missing adding up to n_rows), a derived data set's
+ * rows and rows left out against its parent (table derived), and unless
+ * ck->quick the statistics, missing counts and level
+ * counts recomputed from the decoded pages (a categorical column holds
+ * only codes or NaN).  *pds (*n of them, in id order) is
  * for the checks that follow; free with fly_dataset_checked_free.
  * Problems are reported, not returned: FLY_OK unless ck is NULL. */
 fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,

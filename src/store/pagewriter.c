@@ -116,26 +116,38 @@ done:
   return FLY_OK;
 }
 
+/* Pack and encode n_vals values of rows into w->enc: *nb bytes, *codec,
+ * *sum its checksum as stored (signed). */
+static fly_rc encode(fly_pagewriter *w, const double *rows, size_t n_vals,
+                     size_t *nb, int *codec, int64_t *sum_s, fly_err *err)
+{
+  size_t raw = n_vals * (size_t)w->prec;
+  const void *src = rows;
+  uint64_t sum;
+  fly_rc rc;
+  if( w->prec == FLY_PREC_F32 ){
+    fly_codec_pack(rows, n_vals, FLY_PREC_F32, w->packed);
+    src = w->packed;
+  }
+  rc = fly_codec_encode(src, raw, w->enc, w->enc_cap, codec, nb, err);
+  if( rc ) return rc;
+  sum = fly_codec_checksum(w->enc, *nb);
+  memcpy(sum_s, &sum, sizeof *sum_s);   /* stored as signed 64-bit */
+  return FLY_OK;
+}
+
 /* Encode and insert the n_buf buffered rows as page n_pages. */
 static fly_rc flush(fly_pagewriter *w, fly_err *err)
 {
   size_t n_vals = (size_t)w->n_buf * w->width;
   size_t raw = n_vals * (size_t)w->prec, nb = 0;
-  const void *src = w->buf;
   int codec = FLY_CODEC_RAW;
   int64_t page_no = w->n_pages, sum_s;
-  uint64_t sum;
   sqlite3_stmt *st = w->ins;
   fly_rc rc;
 
-  if( w->prec == FLY_PREC_F32 ){
-    fly_codec_pack(w->buf, n_vals, FLY_PREC_F32, w->packed);
-    src = w->packed;
-  }
-  rc = fly_codec_encode(src, raw, w->enc, w->enc_cap, &codec, &nb, err);
+  rc = encode(w, w->buf, n_vals, &nb, &codec, &sum_s, err);
   if( rc ) goto done;
-  sum = fly_codec_checksum(w->enc, nb);
-  memcpy(&sum_s, &sum, sizeof sum_s);   /* stored as signed 64-bit */
 
   sqlite3_bind_int64(st, 1, w->owner);
   sqlite3_bind_int64(st, 2, page_no);
@@ -192,6 +204,68 @@ fly_rc fly_pagewriter_finish(fly_pagewriter *w, fly_err *err)
   }
   w->finished = 1;
   return FLY_OK;
+}
+
+fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
+                              const double *rows, size_t n_rows, fly_err *err)
+{
+  sqlite3_stmt *st = NULL;
+  size_t nb = 0, n_vals = n_rows * w->width;
+  int codec = FLY_CODEC_RAW, s;
+  int64_t sum_s, old = 0;
+  fly_rc rc;
+
+  if( w->failed ) return refuse(w, err);
+  if( page_no < 0 || page_no >= w->n_pages || n_rows == 0
+      || (int64_t)n_rows > w->page_rows )
+    return fly_fail(err, FLY_RANGE, "rewriting page %lld of %s %lld: %zu rows, "
+                    "%lld pages written", (long long)page_no,
+                    owner_word(w->table), (long long)w->owner, n_rows,
+                    (long long)w->n_pages);
+  rc = encode(w, rows, n_vals, &nb, &codec, &sum_s, err);
+  if( rc ) goto done;
+  /* The old payload's size, then the new payload. */
+  rc = fly_db_prepare(w->db, w->table == FLY_TABLE_DATA
+    ? "SELECT length(payload) FROM page WHERE dataset_id=?1 AND page_no=?2"
+      " AND n_rows=?3"
+    : "SELECT length(payload) FROM bound_page WHERE bound_set_id=?1 AND"
+      " page_no=?2 AND n_rows=?3", &st, err);
+  if( rc ) goto done;
+  sqlite3_bind_int64(st, 1, w->owner);
+  sqlite3_bind_int64(st, 2, page_no);
+  sqlite3_bind_int64(st, 3, (int64_t)n_rows);
+  s = sqlite3_step(st);
+  if( s == SQLITE_ROW ) old = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  st = NULL;
+  if( s != SQLITE_ROW ){
+    rc = s == SQLITE_DONE
+       ? fly_fail(err, FLY_RANGE, "rewriting page %lld of %s %lld: no such "
+                  "page of %zu rows", (long long)page_no, owner_word(w->table),
+                  (long long)w->owner, n_rows)
+       : fly_db_fail(w->db, err, "rewriting a page");
+    goto done;
+  }
+  rc = fly_db_prepare(w->db, w->table == FLY_TABLE_DATA
+    ? "UPDATE page SET codec=?3, checksum=?4, payload=?5 WHERE dataset_id=?1"
+      " AND page_no=?2"
+    : "UPDATE bound_page SET codec=?3, checksum=?4, payload=?5 WHERE"
+      " bound_set_id=?1 AND page_no=?2", &st, err);
+  if( rc ) goto done;
+  sqlite3_bind_int64(st, 1, w->owner);
+  sqlite3_bind_int64(st, 2, page_no);
+  sqlite3_bind_int(st, 3, codec);
+  sqlite3_bind_int64(st, 4, sum_s);
+  sqlite3_bind_blob(st, 5, w->enc, (int)nb, SQLITE_STATIC);
+  if( sqlite3_step(st) != SQLITE_DONE ){
+    rc = fly_db_fail(w->db, err, "rewriting a page");
+    goto done;
+  }
+  w->stored_bytes += (int64_t)nb - old;
+done:
+  sqlite3_finalize(st);
+  if( rc ) w->failed = 1;
+  return rc;
 }
 
 int64_t fly_pagewriter_rows(const fly_pagewriter *w) { return w->n_rows; }

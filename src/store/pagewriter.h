@@ -32,6 +32,15 @@ fly_rc fly_pagewriter_add(fly_pagewriter *w, const double *row, fly_err *err);
 /* Write the last partial page (if any).  Totals are then final. */
 fly_rc fly_pagewriter_finish(fly_pagewriter *w, fly_err *err);
 
+/* Replace page page_no (already written) with rows[0..n_rows) of width
+ * values, n_rows its row count: the page is packed, encoded and
+ * checksummed again, stored_bytes adjusted.  For a fix-up pass inside the
+ * same transaction (ingest re-codes the pages of a column that turned
+ * categorical); allowed after finish.  FLY_RANGE if there is no such page
+ * or it holds another number of rows. */
+fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
+                              const double *rows, size_t n_rows, fly_err *err);
+
 /* Totals so far (after finish: of the whole table). */
 int64_t fly_pagewriter_rows(const fly_pagewriter *w);
 int64_t fly_pagewriter_pages(const fly_pagewriter *w);

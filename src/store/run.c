@@ -119,9 +119,9 @@ static fly_rc insert_config(fly_db *db, int64_t run_id, const fly_run_kv *kv, si
 }
 
 /* The names of the parameters: for K > 1 classes parameter k*D + j is
- * "k:name_j". */
-static fly_rc insert_params(fly_db *db, int64_t run_id, const char *const *names,
-                            size_t K, size_t D, fly_err *err)
+ * "k:name_j", or "label_k:name_j" with class labels. */
+static fly_rc insert_params(fly_db *db, int64_t run_id, const char *const *classes,
+                            const char *const *names, size_t K, size_t D, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
   char buf[512];
@@ -131,7 +131,8 @@ static fly_rc insert_params(fly_db *db, int64_t run_id, const char *const *names
     for(size_t j = 0; j < D && rc == FLY_OK; j++){
       const char *nm = names[j] ? names[j] : "?";
       if( K > 1 ){
-        snprintf(buf, sizeof buf, "%zu:%s", k, nm);
+        if( classes && classes[k] ) snprintf(buf, sizeof buf, "%s:%s", classes[k], nm);
+        else snprintf(buf, sizeof buf, "%zu:%s", k, nm);
         nm = buf;
       }
       sqlite3_bind_int64(st, 1, run_id);
@@ -145,7 +146,8 @@ static fly_rc insert_params(fly_db *db, int64_t run_id, const char *const *names
 }
 
 fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
-                      const char *const *feature_names, const fly_run_kv *kv, size_t n_kv, const char *version,
+                      const char *const *class_names, const char *const *feature_names,
+                      const fly_run_kv *kv, size_t n_kv, const char *version,
                       int64_t *run_id, fly_err *err)
 {
   int64_t id = 0;
@@ -155,7 +157,8 @@ fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
   if( (rc = insert_run(db, r, version, &id, err)) ) goto done;
   if( (rc = insert_setting(db, id, r, err)) ) goto done;
   if( (rc = insert_config(db, id, kv, n_kv, err)) ) goto done;
-  if( (rc = insert_params(db, id, feature_names, K, (size_t)r->n_params / K, err)) ) goto done;
+  if( (rc = insert_params(db, id, class_names, feature_names, K, (size_t)r->n_params / K,
+                          err)) ) goto done;
   rc = fly_db_commit(db, err);
 done:
   if( rc ) fly_db_rollback(db);

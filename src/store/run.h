@@ -76,10 +76,12 @@ typedef struct fly_run_kv {
 
 /* Create run: the run row (status 'running'), its run_setting row, the
  * n_kv lines of run_config and the names of its r->n_params parameters
- * (the D = n_params / n_classes feature names, prefixed "k:" per class when
- * n_classes > 1), in one transaction.  version is the writing flydb's
+ * (the D = n_params / n_classes feature names, prefixed "c:" per class when
+ * n_classes > 1, c the class's label from class_names, or its number k when
+ * class_names is NULL), in one transaction.  version is the writing flydb's
  * version.  *run_id: the new id.  On failure nothing is written. */
 fly_rc fly_run_create(fly_db *db, const fly_run_rec *r, size_t n_classes,
+                      const char *const *class_names,
                       const char *const *feature_names, const fly_run_kv *kv,
                       size_t n_kv, const char *version, int64_t *run_id,
                       fly_err *err);

@@ -2,22 +2,32 @@
  * trace.c -- a run's trace: batched writes, reads and the integrity check of
  * draws, diagnostics and checkpoints (see trace.h).
  *
- * Layout (schema/003_draw_block.sql, 004_iteration_in_block.sql): an
- * iteration's parameters go into ceil(P/64) rows of draw_block, 64 REAL
- * columns each, and its diagnostics into the columns log_joint ..
- * full_logpost of the row of blk = 0 (NULL in the others); the views `draw`
- * and `iteration` unpack them into the rows readers see.  Cost per kept
- * iteration: ceil(P/64) inserts, appended in key order, through one
- * prepared statement whose run and chain are bound once, inside one
- * transaction per batch.  A B-tree insert costs about as much as a FlyMC
- * iteration, so an iteration of up to 64 parameters, diagnostics
- * included, is one insert, not one per parameter.
+ * Layout (schema/008_draw_chunk.sql, docs/format.md "Traces"): the draws of
+ * one parameter of one chain at up to CHUNK consecutive kept iterations
+ * iter0, iter0 + step, .. form one row of draw_chunk, keyed (run_id, idx,
+ * chain, iter0), values in columns v0 .. v(n-1); an iteration's diagnostics
+ * are one row of draw_block (blk = 0).  The views
+ * `draw` and `draws_named` expand the chunks, `iteration` reads draw_block.
+ * Invariant: every stored draw is in exactly one chunk row, and every
+ * iteration with draws has its draw_block row.
  *
- * Readers scan draw_block in key order (run, chain, iter, blk): the draws of
- * a parameter range of one chain, or whole iterations for a streaming
- * export, cost one range scan of that chain's rows, ceil(P/64) rows an
- * iteration.  The integrity check reads the views draw and iteration, so
- * it states its findings in the rows users see.
+ * Writing.  The writer keeps the iterations of the chain's last, partial
+ * chunk (the tail, < CHUNK iterations) in memory in front of the new ones,
+ * and a commit writes, in the checkpoint's transaction, one diagnostics row
+ * per new iteration and P rows per chunk of the tail and new iterations
+ * together: the tail's rows are rewritten whole under their old key (INSERT
+ * OR REPLACE), so a crash keeps or loses a commit whole and no draw is ever
+ * in two rows.  Cost per kept iteration: one insert plus P / CHUNK chunk
+ * inserts (amortised; plus P per commit for the tail), each an append to
+ * its parameter's key range.  A new writer (a resumed chain) starts a new
+ * chunk; the older partial one stays as it is.
+ *
+ * Reading.  A chain's iterations are its draw_block rows of blk = 0, in key
+ * order; the draws of parameter p are one range scan of draw_chunk (run, p,
+ * chain), merged into those iterations.  fly_trace_draws reads a parameter
+ * range that way, and the streaming scan reads windows of whole iterations
+ * (all parameters, O(P x window) memory).  The integrity check reads the
+ * views draw and iteration, so it states its findings in the rows users see.
  */
 #include "store/trace.h"
 
@@ -29,25 +39,39 @@
 #include "store/db.h"
 #include "util/mem.h"
 
+#define CHUNK 64     /* draws per draw_chunk row (columns v0..v63) */
+#define DIAG  12     /* diagnostics columns of draw_block */
+#define CV    6      /* first value column of draw_chunk (after run_id .. n) */
+
 struct fly_trace {
   fly_db       *db;
   int64_t       run_id;
   int           chain;
-  size_t        P, cap, n;
-  int64_t      *iter;
-  double       *th;        /* cap x P */
-  fly_trace_row *rows;
-  sqlite3_stmt *ins_draw, *put_ckpt;
+  size_t        P, cap;
+  size_t        n_tail;    /* iterations of the partial last chunk, already
+                              committed, at the front of iter and th */
+  size_t        n;         /* iterations added since the last commit, after them */
+  int64_t      *iter;      /* [CHUNK - 1 + cap] */
+  double       *th;        /* [CHUNK - 1 + cap] x P */
+  size_t       *start;     /* [CHUNK + cap]: chunk boundaries of a commit */
+  fly_trace_row *rows;     /* [cap]: diagnostics of the new iterations */
+  sqlite3_stmt *ins_diag, *ins_chunk, *put_ckpt;
 };
 
-#define BLOCK 64     /* parameters per draw_block row (columns v0..v63) */
-#define DIAG  12     /* diagnostics columns, bound as ?(5+BLOCK) .. */
+/* "?f, ?f+1, .., ?f+n-1" appended to sql at *len. */
+static void params(char *sql, size_t cap, size_t *len, int f, int n)
+{
+  for(int k = 0; k < n; k++)
+    *len += (size_t)snprintf(sql + *len, cap - *len, "%s?%d", k ? "," : "", f + k);
+}
 
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err)
 {
   fly_trace *t = NULL;
   fly_rc rc;
+  char sql[1536];
+  size_t n = 0, m;
   *pt = NULL;
   t = fly_alloc_array(1, sizeof *t);
   if( !t ) return fly_fail(err, FLY_NOMEM, "trace writer");
@@ -55,28 +79,36 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
   t->chain = chain;
   t->P = P;
   t->cap = max_rows ? max_rows : 1;
-  t->iter = fly_alloc_array(t->cap, sizeof *t->iter);
-  t->th = fly_alloc_array(t->cap, P * sizeof *t->th);
+  m = CHUNK - 1 + t->cap;
+  t->iter = fly_alloc_array(m, sizeof *t->iter);
+  t->th = fly_alloc_array(m, P * sizeof *t->th);
+  t->start = fly_alloc_array(m + 1, sizeof *t->start);
   t->rows = fly_alloc_array(t->cap, sizeof *t->rows);
-  if( !t->iter || !t->th || !t->rows ){ rc = fly_fail(err, FLY_NOMEM, "trace buffer"); goto done; }
-  if( (rc = fly_db_open(db_path, 0, &t->db, err)) ) goto done;
-  {
-    char sql[1536];
-    int n = snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk");
-    for(int k = 0; k < BLOCK; k++) n += snprintf(sql + n, sizeof sql - (size_t)n, ", v%d", k);
-    n += snprintf(sql + n, sizeof sql - (size_t)n, ", log_joint, n_bright, n_lik_evals, "
-                  "n_reads, accepted, step_size, full_logpost, treedepth, n_leapfrog, "
-                  "divergent, energy, accept_stat) VALUES (?1,?2,?3,?4");
-    for(int k = 0; k < BLOCK + DIAG; k++) n += snprintf(sql + n, sizeof sql - (size_t)n, ",?%d", 5 + k);
-    snprintf(sql + n, sizeof sql - (size_t)n, ")");
-    if( (rc = fly_db_prepare(t->db, sql, &t->ins_draw, err)) ) goto done;
+  if( !t->iter || !t->th || !t->start || !t->rows ){
+    rc = fly_fail(err, FLY_NOMEM, "trace buffer");
+    goto done;
   }
+  if( (rc = fly_db_open(db_path, 0, &t->db, err)) ) goto done;
+  n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO draw_block(run_id, chain, iter, blk, "
+                       "log_joint, n_bright, n_lik_evals, n_reads, accepted, step_size, "
+                       "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat) "
+                       "VALUES (?1,?2,?3,0,");
+  params(sql, sizeof sql, &n, 4, DIAG);
+  snprintf(sql + n, sizeof sql - n, ")");
+  if( (rc = fly_db_prepare(t->db, sql, &t->ins_diag, err)) ) goto done;
+  n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO draw_chunk(run_id, chain, idx, "
+                       "iter0, step, n");
+  for(int k = 0; k < CHUNK; k++) n += (size_t)snprintf(sql + n, sizeof sql - n, ", v%d", k);
+  n += (size_t)snprintf(sql + n, sizeof sql - n, ") VALUES (");
+  params(sql, sizeof sql, &n, 1, CV + CHUNK);
+  snprintf(sql + n, sizeof sql - n, ")");
+  if( (rc = fly_db_prepare(t->db, sql, &t->ins_chunk, err)) ) goto done;
   rc = fly_db_prepare(t->db, "INSERT OR REPLACE INTO checkpoint(run_id, chain, iter, state) "
                       "VALUES (?1,?2,?3,?4)", &t->put_ckpt, err);
   if( rc == FLY_OK ){
     /* bindings survive sqlite3_reset: the run and chain are bound once */
-    sqlite3_stmt *st[2] = { t->ins_draw, t->put_ckpt };
-    for(int i = 0; i < 2; i++){
+    sqlite3_stmt *st[3] = { t->ins_diag, t->ins_chunk, t->put_ckpt };
+    for(int i = 0; i < 3; i++){
       sqlite3_bind_int64(st[i], 1, run_id);
       sqlite3_bind_int(st[i], 2, chain);
     }
@@ -93,11 +125,13 @@ done:
 void fly_trace_close(fly_trace *t)
 {
   if( !t ) return;
-  sqlite3_finalize(t->ins_draw);
+  sqlite3_finalize(t->ins_diag);
+  sqlite3_finalize(t->ins_chunk);
   sqlite3_finalize(t->put_ckpt);
   fly_db_close(t->db);
   fly_free(t->iter);
   fly_free(t->th);
+  fly_free(t->start);
   fly_free(t->rows);
   fly_free(t);
 }
@@ -105,10 +139,11 @@ void fly_trace_close(fly_trace *t)
 fly_rc fly_trace_add(fly_trace *t, int64_t iter, const double *th,
                      const fly_trace_row *row, fly_err *err)
 {
+  size_t i = t->n_tail + t->n;
   if( t->n >= t->cap )
     return fly_fail(err, FLY_RANGE, "trace buffer full (%zu rows)", t->cap);
-  t->iter[t->n] = iter;
-  memcpy(t->th + t->n * t->P, th, t->P * sizeof *th);
+  t->iter[i] = iter;
+  memcpy(t->th + i * t->P, th, t->P * sizeof *th);
   t->rows[t->n] = *row;
   t->n++;
   return FLY_OK;
@@ -124,45 +159,66 @@ static fly_rc step_done(fly_trace *t, sqlite3_stmt *st, const char *what, fly_er
   return FLY_OK;
 }
 
+static fly_rc put_diag(fly_trace *t, int64_t iter, const fly_trace_row *w, fly_err *err)
+{
+  sqlite3_stmt *st = t->ins_diag;
+  sqlite3_bind_int64(st, 3, iter);
+  sqlite3_bind_double(st, 4, w->log_joint);
+  sqlite3_bind_int64(st, 5, w->n_bright);
+  sqlite3_bind_int64(st, 6, w->n_lik);
+  sqlite3_bind_int64(st, 7, w->n_reads);
+  sqlite3_bind_double(st, 8, w->accepted);
+  sqlite3_bind_double(st, 9, w->step_size);
+  if( w->full_logpost == w->full_logpost ) sqlite3_bind_double(st, 10, w->full_logpost);
+  else sqlite3_bind_null(st, 10);
+  if( w->has_kstats ){
+    sqlite3_bind_int64(st, 11, w->treedepth);
+    sqlite3_bind_int64(st, 12, w->n_leapfrog);
+    sqlite3_bind_int64(st, 13, w->divergent);
+    sqlite3_bind_double(st, 14, w->energy);
+    sqlite3_bind_double(st, 15, w->accept_stat);
+  }else{
+    for(int k = 11; k < 4 + DIAG; k++) sqlite3_bind_null(st, k);
+  }
+  return step_done(t, st, "writing diagnostics", err);
+}
+
+/* Split iterations 0..m-1 into chunks: at most CHUNK each, equally spaced
+ * (a chunk of one has step 1).  start[0..n_chunks] are the boundaries. */
+static size_t chunks(const int64_t *iter, size_t m, size_t *start)
+{
+  size_t n_chunks = 0, i = 0;
+  while( i < m ){
+    size_t j = i + 1;
+    int64_t step = j < m ? iter[j] - iter[i] : 1;
+    while( j < m && j - i < CHUNK && step >= 1 && iter[j] - iter[j - 1] == step ) j++;
+    start[n_chunks++] = i;
+    i = j;
+  }
+  start[n_chunks] = m;
+  return n_chunks;
+}
+
 fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
                         size_t ckpt_len, fly_err *err)
 {
+  size_t m = t->n_tail + t->n, n_chunks = chunks(t->iter, m, t->start), P = t->P;
+  sqlite3_stmt *st = t->ins_chunk;
   fly_rc rc = fly_db_begin(t->db, err);
   if( rc ) return rc;
-  for(size_t r = 0; r < t->n && rc == FLY_OK; r++){
-    const double *th = t->th + r * t->P;
-    const fly_trace_row *w = &t->rows[r];
-    sqlite3_stmt *st = t->ins_draw;
-    const int d = 5 + BLOCK;      /* first diagnostics parameter */
-    sqlite3_bind_int64(st, 3, t->iter[r]);
-    for(size_t b = 0; b * BLOCK < t->P && rc == FLY_OK; b++){
-      size_t k, nk = t->P - b * BLOCK < BLOCK ? t->P - b * BLOCK : BLOCK;
-      sqlite3_bind_int64(st, 4, (int64_t)b);
-      for(k = 0; k < nk; k++) sqlite3_bind_double(st, 5 + (int)k, th[b * BLOCK + k]);
-      /* past the last parameter: NULL (only a full block before set them) */
-      for(k = b ? nk : BLOCK; k < BLOCK; k++) sqlite3_bind_null(st, 5 + (int)k);
-      if( b == 0 ){
-        sqlite3_bind_double(st, d, w->log_joint);
-        sqlite3_bind_int64(st, d + 1, w->n_bright);
-        sqlite3_bind_int64(st, d + 2, w->n_lik);
-        sqlite3_bind_int64(st, d + 3, w->n_reads);
-        sqlite3_bind_double(st, d + 4, w->accepted);
-        sqlite3_bind_double(st, d + 5, w->step_size);
-        if( w->full_logpost == w->full_logpost ) sqlite3_bind_double(st, d + 6, w->full_logpost);
-        else sqlite3_bind_null(st, d + 6);
-        if( w->has_kstats ){
-          sqlite3_bind_int64(st, d + 7, w->treedepth);
-          sqlite3_bind_int64(st, d + 8, w->n_leapfrog);
-          sqlite3_bind_int64(st, d + 9, w->divergent);
-          sqlite3_bind_double(st, d + 10, w->energy);
-          sqlite3_bind_double(st, d + 11, w->accept_stat);
-        }else{
-          for(k = 7; k < DIAG; k++) sqlite3_bind_null(st, d + (int)k);
-        }
-      }else if( b == 1 ){
-        for(k = 0; k < DIAG; k++) sqlite3_bind_null(st, d + (int)k);
-      }
-      rc = step_done(t, st, "writing draws and diagnostics", err);
+  for(size_t r = 0; r < t->n && rc == FLY_OK; r++)
+    rc = put_diag(t, t->iter[t->n_tail + r], &t->rows[r], err);
+  /* parameter-major: each parameter's rows are appended to its key range */
+  for(size_t p = 0; p < P && rc == FLY_OK; p++){
+    sqlite3_bind_int64(st, 3, (int64_t)p);
+    for(size_t c = 0; c < n_chunks && rc == FLY_OK; c++){
+      size_t a = t->start[c], len = t->start[c + 1] - a, k;
+      sqlite3_bind_int64(st, 4, t->iter[a]);
+      sqlite3_bind_int64(st, 5, len > 1 ? t->iter[a + 1] - t->iter[a] : 1);
+      sqlite3_bind_int64(st, 6, (int64_t)len);
+      for(k = 0; k < len; k++) sqlite3_bind_double(st, CV + 1 + (int)k, t->th[(a + k) * P + p]);
+      for(; k < CHUNK; k++) sqlite3_bind_null(st, CV + 1 + (int)k);
+      rc = step_done(t, st, "writing draws", err);
     }
   }
   if( rc == FLY_OK && ckpt ){
@@ -171,9 +227,20 @@ fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
     rc = step_done(t, t->put_ckpt, "writing the checkpoint", err);
   }
   if( rc == FLY_OK ) rc = fly_db_commit(t->db, err);
-  if( rc ) fly_db_rollback(t->db);
-  else t->n = 0;
-  return rc;
+  if( rc ){
+    fly_db_rollback(t->db);
+    return rc;
+  }
+  /* the last chunk, if partial, is the next commit's tail */
+  t->n_tail = 0;
+  if( n_chunks && t->start[n_chunks] - t->start[n_chunks - 1] < CHUNK ){
+    size_t a = t->start[n_chunks - 1];
+    t->n_tail = m - a;
+    memmove(t->iter, t->iter + a, t->n_tail * sizeof *t->iter);
+    memmove(t->th, t->th + a * P, t->n_tail * P * sizeof *t->th);
+  }
+  t->n = 0;
+  return FLY_OK;
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -185,10 +252,18 @@ struct fly_trace_reader {
   fly_trace_run  run;
   char         **names;       /* [n_params] */
   size_t        *n_warm, *n_post;  /* [n_chains]; NULL until first asked */
-  sqlite3_stmt  *scan;        /* the streaming scan, or NULL */
-  int            have;        /* scan holds a row not yet consumed */
-  int            ended;       /* scan stepped past its last row (a further
-                                 sqlite3_step would restart it) */
+  sqlite3_stmt  *st_iter;     /* a chain's iterations and diagnostics (window) */
+  sqlite3_stmt  *st_chunk;    /* one parameter's chunks over an iteration range */
+  /* the streaming scan: a window of whole iterations, NULL until started */
+  int64_t       *win_iter;    /* [win_cap] */
+  double        *win_x;       /* [n_params x win_cap] */
+  size_t        *win_found;   /* [win_cap]: draws found per iteration */
+  fly_trace_row *win_rows;    /* [win_cap] */
+  int           *win_diag;    /* [win_cap]: the iteration has diagnostics */
+  size_t         win_cap, win_n, win_pos;
+  int64_t        scan_after;  /* the window after this one starts past it */
+  int64_t        scan_stray;  /* iteration of draws without a row (0: none) */
+  int            scanning, ended;
   size_t         scan_chain;
 };
 
@@ -201,14 +276,6 @@ static void col_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
 {
   const char *s = (const char *)sqlite3_column_text(st, col);
   snprintf(dst, cap, "%s", s ? s : "");
-}
-
-/* " v0, v1, .., v63" */
-static void value_cols(char *b, size_t cap)
-{
-  size_t n = 0;
-  for(int k = 0; k < BLOCK && n < cap; k++)
-    n += (size_t)snprintf(b + n, cap - n, ", v%d", k);
 }
 
 static fly_rc load_header(fly_trace_reader *r, int64_t run_id, fly_err *err)
@@ -305,7 +372,13 @@ fly_rc fly_trace_reader_open(fly_db *db, int64_t run_id, fly_trace_reader **pr,
 void fly_trace_reader_close(fly_trace_reader *r)
 {
   if( !r ) return;
-  sqlite3_finalize(r->scan);
+  sqlite3_finalize(r->st_iter);
+  sqlite3_finalize(r->st_chunk);
+  fly_free(r->win_iter);
+  fly_free(r->win_x);
+  fly_free(r->win_found);
+  fly_free(r->win_rows);
+  fly_free(r->win_diag);
   if( r->names ) for(size_t p = 0; p < r->run.n_params; p++) fly_free(r->names[p]);
   fly_free(r->names);
   fly_free(r->n_warm);
@@ -381,61 +454,54 @@ fly_rc fly_trace_chain_len(fly_trace_reader *r, size_t c, size_t *n_warm, size_t
   return FLY_OK;
 }
 
-fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int64_t after,
-                       size_t cap, double *x, int64_t *iters, size_t *n, fly_err *err)
+/* The diagnostics columns, read by diag_read: n_bright (NULL: the row has
+ * no diagnostics), log_joint .. full_logpost, then the kernel statistics;
+ * st_iter selects iter and these. */
+#define DIAG_COLS "n_bright, log_joint, n_lik_evals, n_reads, accepted, step_size, " \
+                  "full_logpost, treedepth, n_leapfrog, divergent, energy, accept_stat"
+#define ITER_COLS "iter, " DIAG_COLS
+
+static fly_rc prepare_reads(fly_trace_reader *r, fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
-  char sql[1024], cols[512];
-  size_t t = 0, b0 = p0 / BLOCK, b1, k0 = 0, k1 = BLOCK, m = 0;
-  int64_t last = INT64_MIN;
-  int s;
-  *n = 0;
-  if( c >= r->run.n_chains ) return bad_chain(r, c, err);
-  if( n_p == 0 || p0 >= r->run.n_params || n_p > r->run.n_params - p0 )
-    return fly_fail(err, FLY_RANGE, "run %lld has parameters 0..%zu, not %zu..%zu",
-                    (long long)r->run.id, r->run.n_params - 1, p0, p0 + n_p - 1);
-  if( cap == 0 ) return FLY_OK;
-  b1 = (p0 + n_p - 1) / BLOCK;
-  /* within one block only the columns asked for: SQLite decodes a record
-   * up to the last column read */
-  if( b0 == b1 ){
-    k0 = p0 % BLOCK;
-    k1 = k0 + n_p;
+  char sql[1024];
+  size_t n;
+  fly_rc rc;
+  if( r->st_iter ) return FLY_OK;
+  if( (rc = fly_db_prepare(r->db, "SELECT " ITER_COLS " FROM draw_block WHERE run_id = ?1 AND "
+                           "chain = ?2 AND blk = 0 AND iter > ?3 ORDER BY iter LIMIT ?4",
+                           &r->st_iter, err)) ) return rc;
+  /* the chunks holding iterations ?4 .. ?5: from the last one starting at
+   * or before ?4 on, one range scan */
+  n = (size_t)snprintf(sql, sizeof sql, "SELECT iter0, step, n");
+  for(int k = 0; k < CHUNK; k++) n += (size_t)snprintf(sql + n, sizeof sql - n, ", v%d", k);
+  snprintf(sql + n, sizeof sql - n, " FROM draw_chunk WHERE run_id = ?1 AND idx = ?2 AND "
+           "chain = ?3 AND iter0 >= coalesce((SELECT max(iter0) FROM draw_chunk WHERE "
+           "run_id = ?1 AND idx = ?2 AND chain = ?3 AND iter0 <= ?4), ?4) AND iter0 <= ?5 "
+           "ORDER BY iter0");
+  if( (rc = fly_db_prepare(r->db, sql, &r->st_chunk, err)) ){
+    sqlite3_finalize(r->st_iter);
+    r->st_iter = NULL;
   }
-  for(size_t k = k0; k < k1; k++) m += (size_t)snprintf(cols + m, sizeof cols - m, ", v%zu", k);
-  snprintf(sql, sizeof sql, "SELECT iter, blk%s FROM draw_block WHERE run_id = ?1 AND "
-           "chain = ?2 AND iter > ?3 AND blk >= ?4 AND blk <= ?5 ORDER BY iter, blk", cols);
-  fly_rc rc = fly_db_prepare(r->db, sql, &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, r->run.id);
-  sqlite3_bind_int64(st, 2, (int64_t)c);
-  sqlite3_bind_int64(st, 3, after);
-  sqlite3_bind_int64(st, 4, (int64_t)b0);
-  sqlite3_bind_int64(st, 5, (int64_t)b1);
-  while( (s = sqlite3_step(st)) == SQLITE_ROW ){
-    int64_t it = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
-    if( it != last ){
-      if( t == cap ) break;
-      last = it;
-      if( iters ) iters[t] = it;
-      for(size_t k = 0; k < n_p; k++) x[k * cap + t] = NAN;
-      t++;
-    }
-    /* parameters of block b within [p0, p0 + n_p) */
-    size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK;
-    if( lo < p0 ) lo = p0;
-    if( hi > p0 + n_p ) hi = p0 + n_p;
-    for(size_t p = lo; p < hi; p++)
-      x[(p - p0) * cap + t - 1] = col_real(st, 2 + (int)(p % BLOCK - k0));
-  }
-  if( s != SQLITE_DONE && s != SQLITE_ROW ) rc = fly_db_fail(r->db, err, "reading draws");
-  sqlite3_finalize(st);
-  *n = t;
   return rc;
 }
 
 /* The kernel statistics in columns i .. i+4 (treedepth first; NULL there:
  * none). */
+static void kstats_read(sqlite3_stmt *st, int i, fly_trace_row *w);
+
+/* A diagnostics row from columns 1.. of st, in DIAG_COLS order. */
+static void diag_read(sqlite3_stmt *st, fly_trace_row *w)
+{
+  w->n_bright = sqlite3_column_int64(st, 1);
+  w->log_joint = col_real(st, 2);
+  w->n_lik = sqlite3_column_int64(st, 3);
+  w->n_reads = sqlite3_column_int64(st, 4);
+  w->accepted = sqlite3_column_double(st, 5);
+  w->step_size = col_real(st, 6);
+  w->full_logpost = col_real(st, 7);
+  kstats_read(st, 8, w);
+}
+
 static void kstats_read(sqlite3_stmt *st, int i, fly_trace_row *w)
 {
   w->has_kstats = sqlite3_column_type(st, i) != SQLITE_NULL;
@@ -446,6 +512,97 @@ static void kstats_read(sqlite3_stmt *st, int i, fly_trace_row *w)
   w->accept_stat = col_real(st, i + 4);
 }
 
+/* The first (at most) cap stored iterations of chain c after `after`, into
+ * iters[0..*n), with their diagnostics in rows (has_diag[t] = 0 for a row
+ * without them) when rows is not NULL; and the draws of parameters p0 ..
+ * p0+n_p-1 there: x[k*cap + t] (NaN when missing or NULL), found[t] the
+ * draws found (found may be NULL).  *stray: the first iteration in
+ * (after, iters[*n-1]] holding draws but no row, 0 if none.  FLY_SQL. */
+static fly_rc read_window(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int64_t after,
+                          size_t cap, double *x, int64_t *iters, size_t *found,
+                          fly_trace_row *rows, int *has_diag, int64_t *stray, size_t *n,
+                          fly_err *err)
+{
+  sqlite3_stmt *st;
+  size_t t = 0;
+  int s;
+  fly_rc rc = prepare_reads(r, err);
+  *n = 0;
+  *stray = 0;
+  if( rc ) return rc;
+  st = r->st_iter;
+  sqlite3_bind_int64(st, 1, r->run.id);
+  sqlite3_bind_int64(st, 2, (int64_t)c);
+  sqlite3_bind_int64(st, 3, after);
+  sqlite3_bind_int64(st, 4, (int64_t)cap);
+  while( t < cap && (s = sqlite3_step(st)) == SQLITE_ROW ){
+    iters[t] = sqlite3_column_int64(st, 0);
+    if( rows ){
+      fly_trace_row *w = &rows[t];
+      has_diag[t] = sqlite3_column_type(st, 1) != SQLITE_NULL;
+      diag_read(st, w);
+    }
+    t++;
+  }
+  if( t < cap && s != SQLITE_DONE ) rc = fly_db_fail(r->db, err, "reading iterations");
+  sqlite3_reset(st);
+  if( rc || t == 0 ) return rc;
+  for(size_t k = 0; k < n_p; k++)
+    for(size_t i = 0; i < t; i++) x[k * cap + i] = NAN;
+  if( found ) memset(found, 0, t * sizeof *found);
+  st = r->st_chunk;
+  for(size_t k = 0; k < n_p && rc == FLY_OK; k++){
+    size_t j = 0;
+    sqlite3_bind_int64(st, 1, r->run.id);
+    sqlite3_bind_int64(st, 2, (int64_t)(p0 + k));
+    sqlite3_bind_int64(st, 3, (int64_t)c);
+    sqlite3_bind_int64(st, 4, iters[0]);
+    sqlite3_bind_int64(st, 5, iters[t - 1]);
+    while( (s = sqlite3_step(st)) == SQLITE_ROW ){
+      int64_t it0 = sqlite3_column_int64(st, 0), step = sqlite3_column_int64(st, 1);
+      int64_t len = sqlite3_column_int64(st, 2);
+      if( len > CHUNK ) len = CHUNK;
+      for(int64_t q = 0; q < len; q++){
+        int64_t it = it0 + q * step;
+        if( it > iters[t - 1] ) break;
+        if( it < iters[0] ){
+          if( it > after && !*stray ) *stray = it;
+          continue;
+        }
+        while( j < t && iters[j] < it ) j++;
+        if( j < t && iters[j] == it ){
+          x[k * cap + j] = col_real(st, 3 + (int)q);
+          if( found ) found[j]++;
+        }else if( !*stray ){
+          *stray = it;
+        }
+      }
+    }
+    if( s != SQLITE_DONE ) rc = fly_db_fail(r->db, err, "reading draws");
+    sqlite3_reset(st);
+  }
+  *n = t;
+  return rc;
+}
+
+fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p, int64_t after,
+                       size_t cap, double *x, int64_t *iters, size_t *n, fly_err *err)
+{
+  int64_t *it = iters, stray;
+  fly_rc rc;
+  *n = 0;
+  if( c >= r->run.n_chains ) return bad_chain(r, c, err);
+  if( n_p == 0 || p0 >= r->run.n_params || n_p > r->run.n_params - p0 )
+    return fly_fail(err, FLY_RANGE, "run %lld has parameters 0..%zu, not %zu..%zu",
+                    (long long)r->run.id, r->run.n_params - 1, p0, p0 + n_p - 1);
+  if( cap == 0 ) return FLY_OK;
+  if( !it && !(it = fly_alloc_array(cap, sizeof *it)) )
+    return fly_fail(err, FLY_NOMEM, "iterations of chain %zu", c);
+  rc = read_window(r, c, p0, n_p, after, cap, x, it, NULL, NULL, NULL, &stray, n, err);
+  if( it != iters ) fly_free(it);
+  return rc;
+}
+
 fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_t cap,
                              fly_trace_row *rows, int64_t *iters, size_t *n, fly_err *err)
 {
@@ -454,9 +611,7 @@ fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_
   int s;
   *n = 0;
   if( c >= r->run.n_chains ) return bad_chain(r, c, err);
-  fly_rc rc = fly_db_prepare(r->db, "SELECT iter, log_joint, n_bright, n_lik_evals, n_reads, "
-                             "accepted, step_size, full_logpost, treedepth, n_leapfrog, "
-                             "divergent, energy, accept_stat FROM iteration WHERE "
+  fly_rc rc = fly_db_prepare(r->db, "SELECT iter, " DIAG_COLS " FROM iteration WHERE "
                              "run_id = ?1 AND chain = ?2 AND iter > ?3 ORDER BY iter", &st, err);
   if( rc ) return rc;
   sqlite3_bind_int64(st, 1, r->run.id);
@@ -465,14 +620,7 @@ fly_rc fly_trace_diagnostics(fly_trace_reader *r, size_t c, int64_t after, size_
   while( t < cap && (s = sqlite3_step(st)) == SQLITE_ROW ){
     fly_trace_row *w = &rows[t];
     if( iters ) iters[t] = sqlite3_column_int64(st, 0);
-    w->log_joint = col_real(st, 1);
-    w->n_bright = sqlite3_column_int64(st, 2);
-    w->n_lik = sqlite3_column_int64(st, 3);
-    w->n_reads = sqlite3_column_int64(st, 4);
-    w->accepted = sqlite3_column_double(st, 5);
-    w->step_size = col_real(st, 6);
-    w->full_logpost = col_real(st, 7);
-    kstats_read(st, 8, w);
+    diag_read(st, w);
     t++;
   }
   if( t < cap && s != SQLITE_DONE ) rc = fly_db_fail(r->db, err, "reading diagnostics");
@@ -504,72 +652,82 @@ fly_rc fly_trace_diagnostics_mean(fly_trace_reader *r, int64_t after, fly_trace_
   return rc;
 }
 
-/* Scan columns: iter, blk, the diagnostics (2 .. 2+DIAG, n_bright first so
- * that NULL there says "no diagnostics"), then v0 .. v63. */
-#define SCAN_V (2 + DIAG)
+/* Iterations per window of the streaming scan: up to 256, fewer for runs of
+ * over 4096 parameters (about 8 MB of draws). */
+static size_t scan_window(size_t P)
+{
+  size_t w = ((size_t)1 << 20) / P;
+  return w < 1 ? 1 : w > 256 ? 256 : w;
+}
 
 fly_rc fly_trace_scan_start(fly_trace_reader *r, size_t c, int64_t after, fly_err *err)
 {
   if( c >= r->run.n_chains ) return bad_chain(r, c, err);
-  if( !r->scan ){
-    char sql[1024], cols[512];
-    value_cols(cols, sizeof cols);
-    snprintf(sql, sizeof sql, "SELECT iter, blk, n_bright, log_joint, n_lik_evals, n_reads, "
-             "accepted, step_size, full_logpost, treedepth, n_leapfrog, divergent, energy, "
-             "accept_stat%s FROM draw_block WHERE run_id = ?1 AND "
-             "chain = ?2 AND iter > ?3 ORDER BY iter, blk", cols);
-    fly_rc rc = fly_db_prepare(r->db, sql, &r->scan, err);
-    if( rc ) return rc;
+  if( !r->win_iter ){
+    size_t W = scan_window(r->run.n_params);
+    r->win_iter = fly_alloc_array(W, sizeof *r->win_iter);
+    r->win_x = fly_alloc_array(W, r->run.n_params * sizeof *r->win_x);
+    r->win_found = fly_alloc_array(W, sizeof *r->win_found);
+    r->win_rows = fly_alloc_array(W, sizeof *r->win_rows);
+    r->win_diag = fly_alloc_array(W, sizeof *r->win_diag);
+    if( !r->win_iter || !r->win_x || !r->win_found || !r->win_rows || !r->win_diag ){
+      fly_free(r->win_iter);
+      fly_free(r->win_x);
+      fly_free(r->win_found);
+      fly_free(r->win_rows);
+      fly_free(r->win_diag);
+      r->win_iter = NULL;
+      r->win_x = NULL;
+      r->win_found = NULL;
+      r->win_rows = NULL;
+      r->win_diag = NULL;
+      return fly_fail(err, FLY_NOMEM, "trace scan of %zu parameters", r->run.n_params);
+    }
+    r->win_cap = W;
   }
-  sqlite3_reset(r->scan);
-  sqlite3_bind_int64(r->scan, 1, r->run.id);
-  sqlite3_bind_int64(r->scan, 2, (int64_t)c);
-  sqlite3_bind_int64(r->scan, 3, after);
   r->scan_chain = c;
-  r->have = r->ended = 0;
+  r->scan_after = after;
+  r->win_n = r->win_pos = 0;
+  r->scanning = 1;
+  r->ended = 0;
   return FLY_OK;
 }
 
 fly_rc fly_trace_scan_next(fly_trace_reader *r, int64_t *iter, fly_trace_row *row, double *th,
                            fly_err *err)
 {
-  sqlite3_stmt *st = r->scan;
-  size_t P = r->run.n_params, got = 0;
+  size_t P = r->run.n_params, W = r->win_cap, i;
   long long run = (long long)r->run.id, chain = (long long)r->scan_chain + 1;
-  int64_t it;
-  if( !st ) return fly_fail(err, FLY_MISUSE, "trace scan not started");
+  if( !r->scanning ) return fly_fail(err, FLY_MISUSE, "trace scan not started");
   if( r->ended ) return FLY_DONE;
-  if( !r->have ){
-    int s = sqlite3_step(st);
-    if( s == SQLITE_DONE ){ r->ended = 1; return FLY_DONE; }
-    if( s != SQLITE_ROW ) return fly_db_fail(r->db, err, "reading draws");
+  if( r->win_pos == r->win_n ){
+    fly_rc rc = read_window(r, r->scan_chain, 0, P, r->scan_after, W, r->win_x, r->win_iter,
+                            r->win_found, r->win_rows, r->win_diag, &r->scan_stray,
+                            &r->win_n, err);
+    r->win_pos = 0;
+    if( rc ){ r->ended = 1; return rc; }
+    if( r->win_n == 0 ){ r->ended = 1; return FLY_DONE; }
   }
-  r->have = 0;
-  it = sqlite3_column_int64(st, 0);
-  if( sqlite3_column_int64(st, 1) != 0 || sqlite3_column_type(st, 2) == SQLITE_NULL )
+  i = r->win_pos++;
+  *iter = r->win_iter[i];
+  r->scan_after = *iter;
+  if( r->scan_stray && r->scan_stray < *iter ){
+    r->ended = 1;
     return fly_fail(err, FLY_CORRUPT, "run %lld, chain %lld: draws of iteration %lld have no "
-                    "row in table iteration", run, chain, (long long)it);
-  *iter = it;
-  row->n_bright = sqlite3_column_int64(st, 2);
-  row->log_joint = col_real(st, 3);
-  row->n_lik = sqlite3_column_int64(st, 4);
-  row->n_reads = sqlite3_column_int64(st, 5);
-  row->accepted = sqlite3_column_double(st, 6);
-  row->step_size = col_real(st, 7);
-  row->full_logpost = col_real(st, 8);
-  kstats_read(st, 9, row);
-  for(;;){
-    size_t lo = (size_t)sqlite3_column_int64(st, 1) * BLOCK;
-    for(size_t p = lo; p < P && p < lo + BLOCK; p++, got++)
-      th[p] = col_real(st, SCAN_V + (int)(p - lo));
-    int s = sqlite3_step(st);
-    if( s == SQLITE_DONE ){ r->ended = 1; break; }
-    if( s != SQLITE_ROW ){ r->ended = 1; return fly_db_fail(r->db, err, "reading draws"); }
-    if( sqlite3_column_int64(st, 0) != it ){ r->have = 1; break; }
+                    "row in table iteration", run, chain, (long long)r->scan_stray);
   }
-  if( got != P )
+  if( !r->win_diag[i] ){
+    r->ended = 1;
+    return fly_fail(err, FLY_CORRUPT, "run %lld, chain %lld: draws of iteration %lld have no "
+                    "row in table iteration", run, chain, (long long)*iter);
+  }
+  if( r->win_found[i] != P ){
+    r->ended = 1;
     return fly_fail(err, FLY_CORRUPT, "run %lld, chain %lld, iteration %lld: %zu draws, want "
-                    "%zu", run, chain, (long long)it, got, P);
+                    "%zu", run, chain, (long long)*iter, r->win_found[i], P);
+  }
+  *row = r->win_rows[i];
+  for(size_t p = 0; p < P; p++) th[p] = r->win_x[p * W + i];
   return FLY_ROW;
 }
 
@@ -605,16 +763,31 @@ fly_rc fly_trace_checkpoint(fly_db *db, int64_t run_id, int chain, int64_t *iter
 
 fly_rc fly_trace_truncate(fly_db *db, int64_t run_id, int chain, int64_t after, fly_err *err)
 {
-  sqlite3_stmt *st = NULL;
-  /* draw_block holds the diagnostics too (the view `iteration`) */
-  fly_rc rc = fly_db_prepare(db, "DELETE FROM draw_block WHERE run_id = ?1 AND chain = ?2 AND "
-                             "iter > ?3", &st, err);
-  if( rc ) return rc;
-  sqlite3_bind_int64(st, 1, run_id);
-  sqlite3_bind_int(st, 2, chain);
-  sqlite3_bind_int64(st, 3, after);
-  if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "deleting draws");
-  sqlite3_finalize(st);
+  /* diagnostics rows; chunks that start later; and chunks that straddle
+   * `after` keep their draws up to it (a chain's commits end chunks, so
+   * this happens only to a chain cut short elsewhere) */
+  char cut[6144];      /* 63 column updates of about 52 characters */
+  size_t n = (size_t)snprintf(cut, sizeof cut, "UPDATE draw_chunk SET n = (?3 - iter0) / step + 1");
+  for(int k = 1; k < CHUNK; k++)
+    n += (size_t)snprintf(cut + n, sizeof cut - n, ", v%d = CASE WHEN %d * step <= ?3 - iter0 "
+                          "THEN v%d END", k, k, k);
+  snprintf(cut + n, sizeof cut - n, " WHERE run_id = ?1 AND chain = ?2 AND iter0 <= ?3 AND "
+           "iter0 + (n - 1) * step > ?3");
+  const char *sql[3] = {
+    "DELETE FROM draw_block WHERE run_id = ?1 AND chain = ?2 AND iter > ?3",
+    "DELETE FROM draw_chunk WHERE run_id = ?1 AND chain = ?2 AND iter0 > ?3", cut };
+  fly_rc rc = fly_db_exec(db, "SAVEPOINT trace_truncate", err);
+  for(int i = 0; i < 3 && rc == FLY_OK; i++){
+    sqlite3_stmt *st = NULL;
+    if( (rc = fly_db_prepare(db, sql[i], &st, err)) ) break;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, chain);
+    sqlite3_bind_int64(st, 3, after);
+    if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "deleting draws");
+    sqlite3_finalize(st);
+  }
+  if( rc == FLY_OK ) return fly_db_exec(db, "RELEASE trace_truncate", err);
+  fly_db_exec(db, "ROLLBACK TO trace_truncate; RELEASE trace_truncate", NULL);
   return rc;
 }
 

@@ -1,21 +1,25 @@
 /*
  * trace.h -- a run's trace: the draws, per-iteration diagnostics and
  * checkpoints of its chains.  This module is the only one that reads or
- * writes them (tables draw_block and checkpoint, views draw, iteration and
- * draws_named, and table param for the parameter names).
+ * writes them (tables draw_chunk, draw_block and checkpoint, views draw,
+ * iteration and draws_named, and table param for the parameter names).
  *
  * Writing.  Each chain has its own writer with its own connection (the
  * database is in WAL mode, so readers see committed batches while the run
  * goes on).  Rows are buffered in memory and written by fly_trace_commit in
  * ONE transaction together with the chain's checkpoint, so after a crash the
  * draws in the file always end exactly at the checkpoint the chain resumes
- * from.
+ * from.  The draws go into rows of one parameter and up to 64 kept
+ * iterations (draw_chunk), which SQL clients read a parameter at a time by
+ * a range scan; a commit rewrites the writer's last partial row in the same
+ * transaction, so no draw is ever stored twice.
  *
  * Reading.  A reader borrows a database handle and reads one run: its
  * header (shape and labels), parameter names, per-chain counts, the draws
  * of a range of parameters of one chain as contiguous doubles in iteration
  * order, the diagnostics, and a streaming scan of whole iterations (all
- * parameters and the diagnostics, O(P) memory).  Chains are numbered from
+ * parameters and the diagnostics, read in windows of up to 256 iterations:
+ * O(P x 256) memory, at most about 8 MB).  Chains are numbered from
  * 0, iterations from 1 across warm-up and sampling (iter <= n_warmup is
  * warm-up); a thinned run keeps iterations thin, 2 thin, ...  A reader is
  * used by one thread at a time.  It sees what is committed when each call
@@ -117,10 +121,11 @@ fly_rc fly_trace_chain_len(fly_trace_reader *r, size_t c, size_t *n_warm,
 /* Draws of parameters p0 .. p0+n_p-1 of chain c at iterations > after, in
  * iteration order, at most cap of them: parameter p0+k's t-th draw goes to
  * x[k*cap + t] and its iteration to iters[t] (iters may be NULL).  *n is
- * the number of iterations read (<= cap); a draw missing from a stored
- * iteration is NaN.  x and iters are caller-owned, of sizes n_p*cap and
- * cap.  One range scan.  FLY_RANGE for c or a parameter out of range,
- * FLY_SQL. */
+ * the number of iterations read (<= cap); the stored iterations are those
+ * of the chain's diagnostics rows, and a draw missing from one is NaN.  x
+ * and iters are caller-owned, of sizes n_p*cap and cap.  One range scan of
+ * the iterations and one per parameter.  FLY_RANGE for c or a parameter
+ * out of range, FLY_NOMEM, FLY_SQL. */
 fly_rc fly_trace_draws(fly_trace_reader *r, size_t c, size_t p0, size_t n_p,
                        int64_t after, size_t cap, double *x, int64_t *iters,
                        size_t *n, fly_err *err);
@@ -147,8 +152,9 @@ fly_rc fly_trace_diagnostics_mean(fly_trace_reader *r, int64_t after,
  * its n_params draws th[0..n_params), in iteration order; FLY_ROW, then
  * FLY_DONE at the end.  FLY_CORRUPT naming the run, chain (from 1) and
  * iteration when draws have no diagnostics row or an iteration lacks some
- * draws.  One scan at a time per reader: a new start ends the previous
- * one.  Memory O(n_params). */
+ * draws (or has too many).  One scan at a time per reader: a new start ends
+ * the previous one.  Memory O(n_params) windows of up to 256 iterations,
+ * allocated at the first start (FLY_NOMEM), freed with the reader. */
 fly_rc fly_trace_scan_start(fly_trace_reader *r, size_t c, int64_t after,
                             fly_err *err);
 fly_rc fly_trace_scan_next(fly_trace_reader *r, int64_t *iter,
@@ -162,7 +168,9 @@ fly_rc fly_trace_checkpoint(fly_db *db, int64_t run_id, int chain,
                             fly_err *err);
 
 /* Delete chain c's draws and diagnostics after iteration `after` (a chain
- * resumed from its checkpoint, or restarted without one).  FLY_SQL. */
+ * resumed from its checkpoint, or restarted without one), in one
+ * savepoint: whole draw_chunk rows past it, the draws past it in a row
+ * that straddles it.  FLY_SQL. */
 fly_rc fly_trace_truncate(fly_db *db, int64_t run_id, int chain,
                           int64_t after, fly_err *err);
 

@@ -74,6 +74,36 @@ ELEMENTWISE(fly_vlogsig, x, (x < 0 ? x : 0.0) - log1p(exp(-fabs(x))))
 /* softplus(x) = max(x, 0) + log1p(exp(-|x|)) */
 ELEMENTWISE(fly_vsoftplus, x, (x > 0 ? x : 0.0) + log1p(exp(-fabs(x))))
 
+/* e = exp(-|x|): log sigma(x) = min(x, 0) - log1p(e) and sigma(-x) =
+ * e/(1 + e) for x >= 0, 1/(1 + e) below: no cancellation either side. */
+static inline void logsig_dsig_block(const double *in, double *ls, double *ds)
+{
+  _Pragma("omp simd")
+  for( int j = 0; j < VW; j++ ){
+    double x = in[j], e = exp(-fabs(x));
+    ls[j] = (x < 0 ? x : 0.0) - log1p(e);
+    ds[j] = (x < 0 ? 1.0 : e) / (1.0 + e);
+  }
+}
+
+CLONES void fly_vlogsig_dsig(const double *s, double *logsig, double *dsig,
+                             size_t n)
+{
+  size_t i = 0;
+  for( ; i + VW <= n; i += VW ) logsig_dsig_block(s + i, logsig + i, dsig + i);
+  if( i < n ){
+    double a[VW] = { 0 }, b[VW], d[VW];
+    memcpy(a, s + i, (n - i) * sizeof *a);
+    logsig_dsig_block(a, b, d);
+    memcpy(logsig + i, b, (n - i) * sizeof *b);
+    memcpy(dsig + i, d, (n - i) * sizeof *d);
+  }
+}
+
+ELEMENTWISE(fly_vexp, x, exp(x))
+
+ELEMENTWISE(fly_vlog, x, log(x))
+
 ELEMENTWISE(fly_vexpm1, x, expm1(x))
 
 ELEMENTWISE(fly_vlog1p, x, log1p(x))
@@ -83,3 +113,19 @@ ELEMENTWISE(fly_vlog1p, x, log1p(x))
  * (relative accuracy there would need a log1p(-e^-g) branch: a second vector
  * call).  This is flydb's one definition of log Ltilde. */
 ELEMENTWISE(fly_vlog_ltilde, g, g > 0 ? g + log(-expm1(-g)) : -INFINITY)
+
+double fly_vsum(const double *x, size_t n)
+{
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  size_t i = 0;
+  for( ; i + 4 <= n; i += 4 ){
+    s0 += x[i];
+    s1 += x[i + 1];
+    s2 += x[i + 2];
+    s3 += x[i + 3];
+  }
+  if( i < n ) s0 += x[i++];
+  if( i < n ) s1 += x[i++];
+  if( i < n ) s2 += x[i];
+  return (s0 + s1) + (s2 + s3);
+}

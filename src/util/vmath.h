@@ -26,6 +26,18 @@
 /* out[i] = log sigma(s[i]) = -log(1 + exp(-s[i])), accurate for all s. */
 void fly_vlogsig(const double *s, double *out, size_t n);
 
+/* logsig[i] = log sigma(s[i]) (as fly_vlogsig) and dsig[i] = sigma(-s[i]),
+ * its derivative in s, from one exp and one log1p per element: the
+ * logistic likelihood and its gradient weight in one pass.  s may be the
+ * same array as either output. */
+void fly_vlogsig_dsig(const double *s, double *logsig, double *dsig, size_t n);
+
+/* out[i] = exp(x[i]) (0 below ~-745, +inf past ~709.78). */
+void fly_vexp(const double *x, double *out, size_t n);
+
+/* out[i] = log(x[i]). */
+void fly_vlog(const double *x, double *out, size_t n);
+
 /* out[i] = log(1 + exp(x[i])), accurate for all x. */
 void fly_vsoftplus(const double *x, double *out, size_t n);
 
@@ -38,5 +50,11 @@ void fly_vexpm1(const double *x, double *out, size_t n);
 /* out[i] = log(exp(gap[i]) - 1) (log Ltilde, see model.h), -inf when
  * gap[i] <= 0.  Absolute error a few ulp of max(1, |result|). */
 void fly_vlog_ltilde(const double *gap, double *out, size_t n);
+
+/* sum_i x[i] in a fixed order: four partial sums over i mod 4, then
+ * (s0 + s1) + (s2 + s3); the same bits for the same array, whatever its
+ * alignment.  Four independent additions a cycle instead of one chain:
+ * a full-data sum adds N terms per evaluation. */
+double fly_vsum(const double *x, size_t n);
 
 #endif

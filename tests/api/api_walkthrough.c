@@ -21,7 +21,7 @@ int main(int argc, char **argv)
   CHECK(fly_ingest(argv[2], NULL, argv[1], &io, &ir, &err) == FLY_OK && ir.n_rows == 2000);
   CHECK(fly_db_open(argv[2], 0, &db, &err) == FLY_OK);
   fly_model_spec spec = { .model = "logistic" };
-  CHECK(fly_run_tune(db, NULL, &spec, NULL, &bd, &usage, &err) == FLY_OK && bd->P == 2);
+  CHECK(fly_run_tune(db, NULL, &spec, NULL, NULL, &bd, &usage, &err) == FLY_OK && bd->P == 2);
   fly_run_cfg_default(&cfg);
   cfg.iters = 400; cfg.seed = 11; cfg.seed_set = 1;
   CHECK(fly_run_sample(argv[2], &cfg, NULL, &res, &err) == FLY_OK && res.chains == 2);

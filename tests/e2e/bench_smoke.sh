@@ -90,8 +90,8 @@ grep -q '^| 1000 | gibbs | [0-9.]* | 1.00x | - |.*| - | [0-9]* |$' "$T/out" ||
 ok "scaling without regular: no ratio to regular"
 
 bench ingest
-shape 5 2 "flydb ingest |" 5
-out_has "sqlite3 .import" "data.table::fread" "cat > /dev/null"
+shape 5 2 "numeric, flydb ingest --threads 2 |" 5
+out_has "categorical, flydb ingest --threads 1" "sqlite3 .import" "data.table::fread" "cat > /dev/null"
 ok "ingest"
 
 bench rows

@@ -100,11 +100,21 @@ damaged ckpt "UPDATE checkpoint SET state = substr(state, 1, 60) WHERE run_id = 
 eq "truncated checkpoint" "$(q ckpt.db "SELECT length(state) FROM checkpoint WHERE chain = 1")" 60
 reported ckpt.db "run 1: chain 1: checkpoint of 60 bytes is shorter than its header"
 
-# A draw_block row of blk 0 holds an iteration's draws and its diagnostics
-# (the views draw and iteration), so deleting it loses both.
-damaged draws "DELETE FROM draw_block WHERE run_id = 1 AND chain = 1 AND iter BETWEEN 100 AND 150"
-PROBLEMS=2 reported draws.db "run 1: chain 1: draw rows missing for iterations 100..150" \
-  "run 1: chain 1: iteration rows missing for iterations 100..150"
+# Draws (draw_chunk: one row a parameter and up to 64 kept iterations) and
+# diagnostics (draw_block) lost together: the chunks of chain 1 that hold
+# iteration 120, and the diagnostics of their iterations.
+lost="run_id = 1 AND chain = 1 AND iter0 <= 120 AND iter0 + (n - 1) * step >= 120"
+lo=$(q $db "SELECT min(iter0) FROM draw_chunk WHERE $lost")
+hi=$(q $db "SELECT max(iter0 + (n - 1) * step) FROM draw_chunk WHERE $lost")
+damaged draws "DELETE FROM draw_chunk WHERE $lost;
+               DELETE FROM draw_block WHERE run_id = 1 AND chain = 1 AND iter BETWEEN $lo AND $hi"
+PROBLEMS=2 reported draws.db "run 1: chain 1: draw rows missing for iterations $lo..$hi" \
+  "run 1: chain 1: iteration rows missing for iterations $lo..$hi"
+# A chunk that overlaps another: its draws would count twice.
+damaged twice "INSERT INTO draw_chunk(run_id, idx, chain, iter0, step, n, v0)
+               SELECT run_id, idx, chain, iter0 + step, step, 1, v1 FROM draw_chunk
+               WHERE run_id = 1 AND chain = 0 AND idx = 0 AND n > 1 LIMIT 1"
+reported twice.db "draw rows (idx 0.."
 
 # Diagnostics gone, draws kept (what a version-3 draw without an iteration
 # row becomes); clearing only some of them is refused by the table.

@@ -18,7 +18,7 @@ set -euo pipefail
 TOY=$E2E/../../datasets/toy
 db=f.db
 expect 0 "$FLYDB" ingest "$TOY/tiny_logistic.csv" --db $db
-expect 0 "$FLYDB" sample --db $db --iters 300 --seed 3 --quiet
+expect 0 "$FLYDB" sample --db $db --iters 300 --seed 3 --quiet --z gibbs   # MH: its export columns
 run=$(q $db "SELECT max(id) FROM run")
 C=2 W=150 I=300 P=2
 eq "run shape" "$(q $db "SELECT n_chains, n_warmup, n_iters, thin, n_params FROM run WHERE id = $run")" \

@@ -44,6 +44,6 @@ check_pages old.db b
 rm -f old.db old.db-wal old.db-shm
 ok "a file with 64 KiB pages keeps them; new data pages fill one"
 
-expect 1 "$FLYDB" ingest - --name bad --db t.db <"$FIX/nonnumeric.csv"
+expect 1 "$FLYDB" ingest - --name bad --db t.db --numeric x2 <"$FIX/nonnumeric.csv"
 err_has "<stdin>:3:2" "number"
 ok "a bad cell on stdin is reported as <stdin>:3:2"

@@ -19,7 +19,12 @@ expect 0 "$FLYDB" summary 1 --db old.db
 out_has "ess_bulk" "(Intercept)"
 ok "run 1 of the old file summarises"
 
-eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" "7 2"
+eq "migrated" "$(q old.db "PRAGMA user_version") $(q old.db "SELECT count(*) FROM run_setting")" \
+   "$("$FLYDB" --version | sed -n 's/^schema *\([0-9]*\).*/\1/p') 2"
+eq "old draws in chunks, none left in draw_block" \
+   "$(q old.db "SELECT (SELECT sum(n) FROM draw_chunk) = (SELECT count(*) FROM draw),
+                       (SELECT count(*) FROM draw_block WHERE blk > 0)")" \
+   "$(printf '1\t0')"
 eq "old iterations have no kernel statistics" \
    "$(q old.db "SELECT count(*) > 0, count(treedepth), count(n_leapfrog), count(divergent),
                        count(energy), count(accept_stat) FROM iteration")" \
@@ -28,7 +33,10 @@ eq "typed setting of run 2" \
    "$(q old.db "SELECT prior, prior_scale, bounds, theta_steps, proposal, init, sketch,
                        checkpoint_every FROM run_setting WHERE run_id = 2")" \
    "$(printf 'normal\t1.0\tmap\t32\tlaplace\tlaplace\t1\t500')"
-ok "the migration gives both runs their typed setting"
+eq "old columns are numeric without missing values" \
+   "$(q old.db "SELECT group_concat(DISTINCT type), sum(n_missing), (SELECT count(*) FROM level)
+                FROM dataset_column")" "$(printf 'numeric\t0\t0')"
+ok "the migration gives both runs their typed setting, and the columns their type"
 
 # The iterations each chain of run 2 had committed (its checkpoint).
 ck=$(q old.db "SELECT group_concat(iter) FROM (SELECT iter FROM checkpoint WHERE run_id = 2

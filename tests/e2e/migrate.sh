@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # A database of schema version 1 (built here from schema/001_init.sql, with
-# long draws of a run of 70 parameters: two draw blocks) is upgraded when
+# long draws of a run of 70 parameters, 2 chains of 5 iterations) is upgraded when
 # flydb opens it read-write: user_version becomes the current one, the table
 # profile exists, and the views draw and draws_named give back exactly the
 # draws that were stored (values compared as %!.17g, a zero and a subnormal
 # included), and the view iteration the diagnostics (NULLs, a subnormal and
-# an integer above 2^53 included), kept in the draw blocks of blk 0.  A read-only command refuses to migrate.
+# an integer above 2^53 included), kept in the draw_block rows of blk 0;
+# the draws end in draw_chunk, one row a parameter and chain.  A read-only
+# command refuses to migrate.
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
@@ -54,19 +56,21 @@ eq "user_version after the upgrade" "$(q v1.db "PRAGMA user_version")" \
 eq "table profile" "$(q v1.db "SELECT count(*) FROM sqlite_schema WHERE name = 'profile'")" 1
 eq "page map indexes" "$(q v1.db "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema
     WHERE type = 'index' AND name LIKE '%page_map' ORDER BY name)")" "bound_page_map,page_map"
-eq "draw blocks" "$(q v1.db "SELECT count(*), min(blk), max(blk) FROM draw_block")" "$(printf '20\t0\t1')"
+eq "draw chunks" "$(q v1.db "SELECT count(*), sum(n), count(DISTINCT idx) FROM draw_chunk")" "$(printf '140\t700\t70')"
+eq "draw_block rows of blk 0" "$(q v1.db "SELECT count(*), min(blk), max(blk) FROM draw_block")" "$(printf '10\t0\t0')"
+eq "draw_block has no value columns" "$(q v1.db "SELECT count(*) FROM pragma_table_info('draw_block') WHERE name GLOB 'v[0-9]*'")" 0
 eq "draws after the upgrade" "$(q v1.db "SELECT chain, iter, idx, printf('%!.17g', value)
                                          FROM draw ORDER BY 1, 2, 3")" "$want"
 eq "draws_named after the upgrade" "$(q v1.db "SELECT chain, iter, name, printf('%!.17g', value),
                                                warmup FROM draws_named ORDER BY 1, 2, 3")" "$want_named"
 eq "iteration is a view" "$(q v1.db "SELECT type FROM sqlite_schema WHERE name = 'iteration'")" view
 eq "iteration rows after the upgrade" "$(q v1.db "SELECT $icols FROM iteration ORDER BY 1, 2")" "$want_iter"
-eq "diagnostics only in blocks 0" "$(q v1.db "SELECT blk, count(n_bright), count(*) FROM draw_block
-                                               GROUP BY blk")" "$(printf '0\t10\t10\n1\t0\t10')"
+eq "diagnostics in blocks 0" "$(q v1.db "SELECT blk, count(n_bright), count(*) FROM draw_block
+                                          GROUP BY blk")" "$(printf '0\t10\t10')"
 eq "no kernel statistics in old rows (version 7)" \
    "$(q v1.db "SELECT count(treedepth), count(n_leapfrog), count(divergent), count(energy),
                       count(accept_stat) FROM iteration")" "$(printf '0\t0\t0\t0\t0')"
 # the hand-made file has no pages or checkpoints, but its rows are complete
 expect 1 "$FLYDB" check --db v1.db --quick
 ! grep -E "draw|iteration" "$T/out" || fail "check finds draw or iteration rows damaged"
-ok "version 1 upgraded: 700 draws of 70 parameters kept exactly in 20 blocks, 10 iteration rows exactly"
+ok "version 1 upgraded: 700 draws of 70 parameters kept exactly in 140 chunks, 10 iteration rows exactly"

@@ -38,9 +38,8 @@ eq "non-finite draws" "$(q $db "SELECT count(*) FROM draw WHERE run_id = $run
 # each chain moves, and the two chains differ
 eq "chains that never move" "$(q $db "SELECT count(*) FROM (SELECT chain, idx FROM draw
       WHERE run_id = $run AND iter > $W GROUP BY chain, idx HAVING count(DISTINCT value) < 20)")" 0
-same=$(q $db "SELECT count(*) FROM draw a JOIN draw b
-      ON b.run_id = a.run_id AND b.chain = 1 AND b.iter = a.iter AND b.idx = a.idx
-      WHERE a.run_id = $run AND a.chain = 0 AND a.value = b.value")
+same=$(q $db "SELECT count(*) FROM (SELECT iter, idx, value FROM draw WHERE run_id = $run AND chain = 0
+      INTERSECT SELECT iter, idx, value FROM draw WHERE run_id = $run AND chain = 1)")
 [ "$same" -lt $((W + ITERS)) ] || fail "chains 0 and 1 share $same draws: one RNG stream for both?"
 ok "draws: $((C * (W + ITERS) * P)) rows, iterations 1..$((W + ITERS)) in every chain, chains distinct"
 
@@ -51,7 +50,12 @@ eq "iteration without draws" "$(q $db "SELECT count(*) FROM iteration i WHERE ru
            AND d.iter = i.iter) != $P")" 0
 # accepted: the fraction of the iteration's --theta-steps proposals accepted
 K=$(q $db "SELECT value FROM run_config WHERE run_id = $run AND key = 'theta-steps'")
-eq "theta updates per iteration (gibbs default)" "$K" 32
+# the default chooses the kernel (docs/design.md §16): 32 MH updates a z step, or one NUTS
+case $(q $db "SELECT sampler FROM run WHERE id = $run") in
+  mh) eq "theta updates per iteration (gibbs with mh, chosen)" "$K" 32 ;;
+  nuts) eq "theta updates per iteration (nuts, chosen)" "$K" 1 ;;
+  *) fail "the default chose sampler '$(q $db "SELECT sampler FROM run WHERE id = $run")'" ;;
+esac
 eq "bad diagnostics" "$(q $db "SELECT count(*) FROM iteration WHERE run_id = $run AND (
       log_joint IS NULL OR abs(log_joint) > 1e300 OR n_bright < 0 OR n_bright > $N
       OR accepted < 0 OR accepted > 1 OR abs(accepted * $K - round(accepted * $K)) > 1e-9
@@ -69,10 +73,9 @@ eq "draws_named rows" "$(q $db "SELECT count(*), sum(warmup), count(DISTINCT nam
    "$(printf '%s\t%s\t%s' $((C * (W + ITERS) * P)) $((C * W * P)) $P)"
 eq "draws_named warm-up flag" "$(q $db "SELECT count(*) FROM draws_named WHERE run_id = $run
       AND warmup != (iter <= $W)")" 0
-eq "draws_named value" "$(q $db "SELECT count(*) FROM draws_named n JOIN draw d
-      ON d.run_id = n.run_id AND d.chain = n.chain AND d.iter = n.iter
-      JOIN param p ON p.run_id = d.run_id AND p.idx = d.idx AND p.name = n.name
-      WHERE n.run_id = $run AND d.value = n.value")" $((C * (W + ITERS) * P))
+eq "draws_named value" "$(q $db "SELECT count(*) FROM (SELECT d.chain, d.iter, p.name, d.value
+      FROM draw d JOIN param p ON p.run_id = d.run_id AND p.idx = d.idx WHERE d.run_id = $run
+      INTERSECT SELECT chain, iter, name, value FROM draws_named WHERE run_id = $run)")" $((C * (W + ITERS) * P))
 ok "draws_named: '(Intercept)' and 'x', warm-up flagged"
 
 cfg() { q $db "SELECT value || ',' || is_default FROM run_config WHERE run_id = $run AND key = '$1'"; }

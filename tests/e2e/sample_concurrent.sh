@@ -55,8 +55,9 @@ cmp_runs() {
   local na nb nsame
   na=$(q $db "SELECT count(*) FROM draw WHERE run_id = $1")
   nb=$(q $db "SELECT count(*) FROM draw WHERE run_id = $2")
-  nsame=$(q $db "SELECT count(*) FROM draw x JOIN draw y ON y.run_id = $2 AND y.chain = x.chain
-                 AND y.iter = x.iter AND y.idx = x.idx WHERE x.run_id = $1 AND x.value = y.value")
+  # INTERSECT, not a join on iter (which the views compute)
+  nsame=$(q $db "SELECT count(*) FROM (SELECT chain, iter, idx, value FROM draw WHERE run_id = $1
+                 INTERSECT SELECT chain, iter, idx, value FROM draw WHERE run_id = $2)")
   [ "$na" -gt 0 ] && [ "$na" = "$nb" ] && [ "$nsame" = "$na" ] ||
     fail "runs $1 and $2: $na and $nb draws, $nsame equal"
 }

@@ -50,14 +50,16 @@ cmp_runs() {
   local a=$1 b=$2 na nb nsame ia ib isame
   na=$(q $db "SELECT count(*) FROM draw WHERE run_id = $a")
   nb=$(q $db "SELECT count(*) FROM draw WHERE run_id = $b")
-  nsame=$(q $db "SELECT count(*) FROM draw x JOIN draw y ON y.run_id = $b AND y.chain = x.chain
-                 AND y.iter = x.iter AND y.idx = x.idx WHERE x.run_id = $a AND x.value = y.value")
+  # INTERSECT, not a join on iter: the views compute iter, so a join on it
+  # would scan a parameter's draws for every draw
+  nsame=$(q $db "SELECT count(*) FROM (SELECT chain, iter, idx, value FROM draw WHERE run_id = $a
+                 INTERSECT SELECT chain, iter, idx, value FROM draw WHERE run_id = $b)")
   [ "$na" -gt 0 ] && [ "$na" = "$nb" ] && [ "$nsame" = "$na" ] || {
-    q $db "SELECT 'first difference: chain ' || x.chain || ' iter ' || x.iter || ' idx ' || x.idx
-           || ': ' || x.value || ' vs ' || ifnull(y.value, 'missing')
-           FROM draw x LEFT JOIN draw y ON y.run_id = $b AND y.chain = x.chain AND y.iter = x.iter
-           AND y.idx = x.idx WHERE x.run_id = $a AND y.value IS NOT x.value
-           ORDER BY x.chain, x.iter LIMIT 1" >&2
+    q $db "SELECT 'first difference: chain ' || chain || ' iter ' || iter || ' idx ' || idx
+           || ': ' || value || ' in run $a, not in run $b'
+           FROM (SELECT chain, iter, idx, value FROM draw WHERE run_id = $a
+                 EXCEPT SELECT chain, iter, idx, value FROM draw WHERE run_id = $b)
+           ORDER BY chain, iter LIMIT 1" >&2
     fail "run $b vs reference $a: $nb and $na draws, $nsame equal"
   }
   ia=$(q $db "SELECT count(*) FROM iteration WHERE run_id = $a")
@@ -300,8 +302,10 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # run_config has no theta-steps row: --resume must not give them the gibbs
 # default.  Emulated by a killed --theta-steps 1 run whose row is removed
 # and whose file is taken back to schema version 5 (no typed run_setting,
-# no kernel statistics columns: the view and columns of version 7 undone),
-# so the migration rebuilds the setting from run_config.
+# no kernel statistics columns: the view and columns of version 7 undone;
+# the draws back in draw_block's value columns and the chunks, slots and
+# views of version 8 undone; no typed columns, no loo tables: versions 9 and
+# 10 undone), so the migration rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
 before=$ref1
@@ -312,7 +316,25 @@ run=$(last_run)
 wait_draws "$run" 0 || true
 kill_at 9 0
 [ "$rc" = 137 ] || fail "run $run not killed (exit status $rc)"
+SCHEMA=$E2E/../../schema
+np=$(q $db "SELECT max(n_params) FROM run")
+undo8="CREATE TEMP TABLE d(run_id INTEGER, chain INTEGER, iter INTEGER, idx INTEGER, value REAL);
+       INSERT INTO d SELECT run_id, chain, iter, idx, value FROM draw;
+       CREATE INDEX temp.d_key ON d(run_id, chain, iter, idx);
+       $(for k in $(seq 0 63); do printf 'ALTER TABLE draw_block ADD COLUMN v%d REAL; ' "$k"; done)
+       UPDATE draw_block SET $(for k in $(seq 0 $((np - 1))); do
+         printf 'v%d = (SELECT value FROM temp.d x WHERE x.run_id = draw_block.run_id AND x.chain = draw_block.chain AND x.iter = draw_block.iter AND x.idx = %d)%s' \
+           "$k" "$k" "$([ "$k" -lt $((np - 1)) ] && echo ,)"; done);
+       DROP VIEW draws_named; DROP VIEW draw; DROP TABLE draw_chunk; DROP TABLE draw_slot;
+       DROP INDEX param_name; DELETE FROM sqlite_stat1 WHERE tbl = 'draw_slot';
+       $(sed -n '/^CREATE VIEW draw AS/,/;$/p' "$SCHEMA/003_draw_block.sql")
+       $(sed -n '/^CREATE VIEW draws_named AS/,/;$/p' "$SCHEMA/001_init.sql")"
+q $db "$undo8" >/dev/null
 q $db "DELETE FROM run_config WHERE run_id = $run AND key = 'theta-steps';
+       DROP TABLE loo_point; DROP TABLE loo;
+       DROP TABLE derived_omit; DROP TABLE derived; DROP TABLE level;
+       ALTER TABLE dataset_column DROP COLUMN n_missing;
+       ALTER TABLE dataset_column DROP COLUMN type;
        DROP TABLE run_setting; DROP VIEW iteration;
        ALTER TABLE draw_block DROP COLUMN accept_stat;
        ALTER TABLE draw_block DROP COLUMN treedepth;

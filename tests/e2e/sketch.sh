@@ -32,8 +32,8 @@ run() {
 a=$(run off)
 b=$(run on)
 nd=$(q g.db "SELECT count(*) FROM draw WHERE run_id = $a")
-ns=$(q g.db "SELECT count(*) FROM draw x JOIN draw y ON y.run_id = $b AND y.chain = x.chain
-             AND y.iter = x.iter AND y.idx = x.idx WHERE x.run_id = $a AND x.value = y.value")
+ns=$(q g.db "SELECT count(*) FROM (SELECT chain, iter, idx, value FROM draw WHERE run_id = $a
+             INTERSECT SELECT chain, iter, idx, value FROM draw WHERE run_id = $b)")
 [ "$nd" -gt 0 ] && [ "$nd" = "$ns" ] || fail "draws with and without a sketch: $ns of $nd equal"
 nb=$(q g.db "SELECT count(*) FROM iteration x JOIN iteration y ON y.run_id = $b AND y.chain = x.chain
              AND y.iter = x.iter WHERE x.run_id = $a AND x.n_bright = y.n_bright")
@@ -58,8 +58,8 @@ rc() {
 c1=$(rc 1)
 c2=$(rc 64)
 nd=$(q g.db "SELECT count(*) FROM draw WHERE run_id = $c1")
-ns=$(q g.db "SELECT count(*) FROM draw x JOIN draw y ON y.run_id = $c2 AND y.chain = x.chain
-             AND y.iter = x.iter AND y.idx = x.idx WHERE x.run_id = $c1 AND x.value = y.value")
+ns=$(q g.db "SELECT count(*) FROM (SELECT chain, iter, idx, value FROM draw WHERE run_id = $c1
+             INTERSECT SELECT chain, iter, idx, value FROM draw WHERE run_id = $c2)")
 [ "$nd" -gt 0 ] && [ "$nd" = "$ns" ] ||
   fail "same seed with --cache-mb 1 and 64: $ns of $nd draws equal"
 read -r ra rb < <(q g.db "SELECT (SELECT sum(n_reads) FROM iteration WHERE run_id = $c1),
@@ -100,8 +100,8 @@ done
 a=$(q s.db "SELECT min(id) FROM run")
 b=$(q s.db "SELECT max(id) FROM run")
 nd=$(q s.db "SELECT count(*) FROM draw WHERE run_id = $a")
-ns=$(q s.db "SELECT count(*) FROM draw x JOIN draw y ON y.run_id = $b AND y.chain = x.chain
-             AND y.iter = x.iter AND y.idx = x.idx WHERE x.run_id = $a AND x.value = y.value")
+ns=$(q s.db "SELECT count(*) FROM (SELECT chain, iter, idx, value FROM draw WHERE run_id = $a
+             INTERSECT SELECT chain, iter, idx, value FROM draw WHERE run_id = $b)")
 [ "$nd" -gt 0 ] && [ "$nd" = "$ns" ] || fail "softmax: draws with and without a sketch: $ns of $nd equal"
 read -r ra rb < <(q s.db "SELECT (SELECT sum(n_reads) FROM iteration WHERE run_id = $a),
                                  (SELECT sum(n_reads) FROM iteration WHERE run_id = $b)" | tr '\t' ' ')

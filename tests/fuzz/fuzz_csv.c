@@ -28,41 +28,10 @@
 #include "io/csv.h"
 #include "util/mem.h"
 
-#define REF_BUF ((size_t)1 << 16)   /* bytes, more than any fuzz input */
+#define FUZZ_NAME "fuzz_csv"
+#include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char tmp_path[64];
-
-static void remove_tmp(void)
-{
-  if( tmp_path[0] ) unlink(tmp_path);
-}
-
-#define CHECK(cond)                                                      \
-  do{ if( !(cond) ){                                                     \
-    fprintf(stderr, "fuzz_csv: check failed at %s:%d: %s\n", __FILE__,  \
-            __LINE__, #cond);                                            \
-    abort();                                                             \
-  } }while( 0 )
-
-static void write_input(const uint8_t *data, size_t size)
-{
-  FILE *f;
-  if( !tmp_path[0] ){
-    int fd;
-    strcpy(tmp_path, "/tmp/flydb_fuzz_csv_XXXXXX");
-    fd = mkstemp(tmp_path);
-    if( fd < 0 ){ perror("mkstemp"); abort(); }
-    close(fd);
-    atexit(remove_tmp);
-  }
-  f = fopen(tmp_path, "wb");
-  if( !f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0 ){
-    perror(tmp_path);
-    abort();
-  }
-}
 
 #define BLANK(ch) ((ch) == ' ' || (ch) == '\t')
 

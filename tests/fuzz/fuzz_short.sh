@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # fuzz_short.sh SRCROOT -- the short fuzz run of the default test command.
 #
-# Builds the three libFuzzer harnesses (CSV reader, page decoder, checkpoint
-# parser) with clang -fsanitize=fuzzer,address,undefined into a temporary
-# directory and fuzzes each for FLYDB_FUZZ_SECONDS (default 10) seconds on a
-# copy of its seed corpus; fails if any input crashes (printed in hex).
+# Builds the libFuzzer harnesses (CSV reader in both modes, page decoder,
+# checkpoint parser, formula parser, the gzip/zstd/xz/ReadStat sources) with
+# clang -fsanitize=fuzzer,address,undefined into a temporary directory and
+# fuzzes each for FLYDB_FUZZ_SECONDS (default 10) seconds on a copy of its
+# seed corpus; fails if any input crashes (printed in hex).
 # Exit 77 (meson: skipped) when clang cannot build with -fsanitize=fuzzer.
 # The long run is tools/fuzz; this script is that command with a short time.
 set -uo pipefail

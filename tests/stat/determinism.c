@@ -49,15 +49,15 @@ int main(int argc, char **argv)
   char dir[512], csv[600], dbp[600];
   uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 4242u;
   static const st_mode modes[] = {
-    { "regular",                          FLY_Z_REGULAR,  0,   0, FLY_K_MH,    0 },
-    { "gibbs",                            FLY_Z_GIBBS,    0,   0, FLY_K_MH,    0 },
-    { "implicit=0.2",                     FLY_Z_IMPLICIT, 0.2, 0, FLY_K_MH,    0 },
-    { "explicit=0.1 (fixed bounds)",      FLY_Z_EXPLICIT, 0.1, 1, FLY_K_MH,    0 },
-    { "mala, gibbs",                      FLY_Z_GIBBS,    0,   0, FLY_K_MALA,  0 },
-    { "slice, implicit=0.2",              FLY_Z_IMPLICIT, 0.2, 0, FLY_K_SLICE, 0 },
-    { "hmc, regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_HMC,   0 },
-    { "hmc, explicit=0.1 (fixed bounds)", FLY_Z_EXPLICIT, 0.1, 1, FLY_K_HMC,   0 },
-    { "nuts, gibbs",                      FLY_Z_GIBBS,    0,   0, FLY_K_NUTS,  0 },
+    { "regular",                          FLY_Z_REGULAR,  0,   0, FLY_K_MH,    0, 0 },
+    { "gibbs",                            FLY_Z_GIBBS,    0,   0, FLY_K_MH,    0, 0 },
+    { "implicit=0.2",                     FLY_Z_IMPLICIT, 0.2, 0, FLY_K_MH,    0, 0 },
+    { "explicit=0.1 (fixed bounds)",      FLY_Z_EXPLICIT, 0.1, 1, FLY_K_MH,    0, 0 },
+    { "mala, gibbs",                      FLY_Z_GIBBS,    0,   0, FLY_K_MALA,  0, 0 },
+    { "slice, implicit=0.2",              FLY_Z_IMPLICIT, 0.2, 0, FLY_K_SLICE, 0, 0 },
+    { "hmc, regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_HMC,   0, 0 },
+    { "hmc, explicit=0.1 (fixed bounds)", FLY_Z_EXPLICIT, 0.1, 1, FLY_K_HMC,   0, 0 },
+    { "nuts, gibbs",                      FLY_Z_GIBBS,    0,   0, FLY_K_NUTS,  0, 0 },
   };
   fly_rng rng;
 

@@ -9,7 +9,8 @@
  * 0.2, generated from SEED.  The library's run driver (fly_run_sample) runs
  * --regular and the FlyMC
  * modes gibbs, implicit=0.1, explicit=0.2 (MAP bounds), implicit=0.1 and
- * explicit=0.3 (fixed bounds), 2 chains each; for every mode and every one
+ * explicit=0.3 (fixed bounds), and the gradient kernels NUTS (regular and
+ * gibbs), MALA and HMC (regular), 2 chains each; for every mode and every one
  * of the 21 coefficients
  *   |mean_mode - mean_regular| <= 4 sqrt(mcse_mode^2 + mcse_regular^2)
  * with mcse_mean estimated from each run's chains (statutil.h).  The sds
@@ -33,12 +34,18 @@
 #define K_MCSE 4.0
 
 static const st_mode modes[] = {
-  { "regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_MH, 0 },
-  { "gibbs (MAP bounds)",          FLY_Z_GIBBS,    0,   0, FLY_K_MH, 0 },
-  { "implicit=0.1 (MAP bounds)",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH, 0 },
-  { "explicit=0.2 (MAP bounds)",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_MH, 0 },
-  { "implicit=0.1 (fixed bounds)", FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MH, 0 },
-  { "explicit=0.3 (fixed bounds)", FLY_Z_EXPLICIT, 0.3, 1, FLY_K_MH, 0 },
+  { "regular",                     FLY_Z_REGULAR,  0,   0, FLY_K_MH, 0, 0 },
+  { "gibbs (MAP bounds)",          FLY_Z_GIBBS,    0,   0, FLY_K_MH, 0, 0 },
+  { "implicit=0.1 (MAP bounds)",   FLY_Z_IMPLICIT, 0.1, 0, FLY_K_MH, 0, 0 },
+  { "explicit=0.2 (MAP bounds)",   FLY_Z_EXPLICIT, 0.2, 0, FLY_K_MH, 0, 0 },
+  { "implicit=0.1 (fixed bounds)", FLY_Z_IMPLICIT, 0.1, 1, FLY_K_MH, 0, 0 },
+  { "explicit=0.3 (fixed bounds)", FLY_Z_EXPLICIT, 0.3, 1, FLY_K_MH, 0, 0 },
+  /* the gradient kernels against the same reference: NUTS mixes in a few
+   * leapfrogs (ESS near one a draw), MALA and HMC need no more than MH */
+  { "regular nuts",                FLY_Z_REGULAR,  0,   0, FLY_K_NUTS, 0, 1000 },
+  { "gibbs nuts (MAP bounds)",     FLY_Z_GIBBS,    0,   0, FLY_K_NUTS, 0, 2000 },
+  { "regular mala",                FLY_Z_REGULAR,  0,   0, FLY_K_MALA, 0, 8000 },
+  { "regular hmc",                 FLY_Z_REGULAR,  0,   0, FLY_K_HMC,  0, 1000 },
 };
 #define N_MODES (sizeof modes / sizeof modes[0])
 

@@ -67,8 +67,8 @@ int64_t st_sample(const char *dbp, const st_mode *m, int64_t iters, int64_t warm
   fly_run_result res;
   fly_err err = {0};
   fly_run_cfg_default(&c);
-  c.iters = iters;
-  c.warmup = warmup;
+  c.iters = m->iters > 0 ? m->iters : iters;
+  c.warmup = m->iters > 0 ? m->iters / 4 : warmup;
   c.chains = chains;
   c.seed = seed;
   c.seed_set = 1;

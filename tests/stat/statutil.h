@@ -40,6 +40,8 @@ typedef struct st_mode {
   int         fixed;
   fly_kernel  kernel;
   int64_t     theta_steps;
+  int64_t     iters;        /* iterations (warm-up: a quarter) instead of the
+                               test's, for kernels that need fewer; 0: the test's */
 } st_mode;
 
 /* Ingest csv into a new database dbp (fly_ingest).  1 on success; on

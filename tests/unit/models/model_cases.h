@@ -183,6 +183,11 @@ typedef struct mfamily {
   const char *hooks;              /* its optional tables and optional
                                      members, e.g. "coef scan thin box" */
   size_t nc_k, nc_1;              /* coef->n = nc_k K + nc_1 */
+  /* bounds on |d log L / d eta| (order 1) and |d^2 log L / d eta^2|
+   * (order 2), summed over the linear predictors eta_k = th_k'x of a row
+   * (robust: with respect to eta = th'x, sigma included): how far a
+   * rounding of the predictors can move log L and its slope */
+  double (*slope)(const fly_model *m, int order);
 } mfamily;
 
 static inline fly_model mk(const mcase *c, size_t D)
@@ -307,10 +312,17 @@ static inline size_t lg_targets(const fly_model *m, double *ok, size_t *n_ok, do
   return 6;
 }
 
+static inline double lg_slope(const fly_model *m, int order)
+{
+  (void)m;
+  return order == 1 ? 1.0 : 0.25;       /* sigma(-s), sigma (1 - sigma) */
+}
+
 static const mfamily fam_logistic = {
   &fly_model_logistic, lg_target, lg_rand_xi, lg_mild_xi, lg_tight, lg_tight_tol, 0,
   lg_ref_logL, lg_ref_logB, lg_ref_xi, keep_all, NULL, lg_outward, 1, 30, 0, 0,
-  lg_key0, lg_targets, "S:DxD,mu:Dx1,c:1x1", 0, 0, "coef scan thin box", 0, 3
+  lg_key0, lg_targets, "S:DxD,mu:Dx1,c:1x1", 0, 0, "coef scan thin box full", 0, 3,
+  lg_slope
 };
 
 /* ---- robust: Student-t with the tangent bound ---------------------------- */
@@ -447,10 +459,19 @@ static inline size_t rb_targets(const fly_model *m, double *ok, size_t *n_ok, do
   return 3;
 }
 
+/* (nu+1) |r| / (nu + r^2) <= (nu+1) / (2 sqrt nu) and (nu+1) |nu - r^2| /
+ * (nu + r^2)^2 <= (nu+1)/nu, in r = (y - eta)/sigma */
+static inline double rb_slope(const fly_model *m, int order)
+{
+  double nu = m->nu, s = m->scale;
+  return order == 1 ? (nu + 1) / (2 * sqrt(nu)) / s : (nu + 1) / nu / (s * s);
+}
+
 static const mfamily fam_robust = {
   &fly_model_robust, rb_target, rb_rand_xi, rb_mild_xi, rb_tight, rb_tight_tol, 0,
   rb_ref_logL, rb_ref_logB, rb_ref_xi, rb_hess_keeps, rb_zero_row, rb_outward, 1, 5, 0, 1e4,
-  rb_key0, rb_targets, "S:DxD,b:Dx1,q:1x1,c:1x1", 0, 1, "coef thin", 0, 2
+  rb_key0, rb_targets, "S:DxD,b:Dx1,q:1x1,c:1x1", 0, 1, "coef thin full", 0, 2,
+  rb_slope
 };
 
 /* ---- softmax: Boehning ----------------------------------------------------- */
@@ -584,10 +605,19 @@ static inline size_t sm_targets(const fly_model *m, double *ok, size_t *n_ok, do
   return 8;
 }
 
+/* sum_k |[k = y] - p_k| <= 2; sum_k,l |p_k [k = l] - p_k p_l| <= 2 */
+static inline double sm_slope(const fly_model *m, int order)
+{
+  (void)m;
+  (void)order;
+  return 2.0;
+}
+
 static const mfamily fam_softmax = {
   &fly_model_softmax, sm_target, sm_rand_xi, sm_mild_xi, sm_tight, sm_tight_tol, 1,
   sm_ref_logL, sm_ref_logB, sm_ref_xi, keep_all, NULL, NULL, 0, INFINITY, 1000, 0,
-  sm_key0, sm_targets, "S:DxD,Y:KxD,Bx:KxD,c:1x1", 1, 0, "coef thin dirs", 2, 2
+  sm_key0, sm_targets, "S:DxD,Y:KxD,Bx:KxD,c:1x1", 1, 0, "coef thin dirs full", 2, 2,
+  sm_slope
 };
 
 static const mfamily *family_of(const fly_model_type *t)

@@ -474,8 +474,9 @@ static void tables_of(const fly_model_type *t, char *buf, size_t len)
 {
   const fly_model_coef *co = t->coef;
   const fly_model_thin *th = t->thin;
-  snprintf(buf, len, "%s%s%s%s%s", co ? "coef" : "", co && co->scan ? " scan" : "",
-           th ? " thin" : "", th && th->box ? " box" : "", th && th->dirs ? " dirs" : "");
+  snprintf(buf, len, "%s%s%s%s%s%s", co ? "coef" : "", co && co->scan ? " scan" : "",
+           th ? " thin" : "", th && th->box ? " box" : "", th && th->dirs ? " dirs" : "",
+           t->full ? " full" : "");
 }
 
 /* 1 if the type has the tables its family declares, each with every
@@ -491,7 +492,8 @@ static int tables_declared(const fly_model_type *t)
   return strcmp(have, family_of(t)->hooks) == 0 &&
          (!co || (co->n && co->make && co->eval && co->grad)) &&
          (!th || (th->key && th->upper && th->radius)) &&
-         (!bx || (bx->n && bx->upper && bx->prep && bx->upper_c && bx->upper_rho));
+         (!bx || (bx->n && bx->upper && bx->prep && bx->upper_c && bx->upper_rho)) &&
+         (!t->full || t->full->logp_grad);
 }
 
 static void prop_collapsed(const mcase *c, size_t ci)
@@ -691,6 +693,109 @@ static void prop_coef_rowwise(const mcase *c, size_t ci)
   TAP_OK(nbad == 0, "%s: eval of <= %d rows: %zu of 300 rows differ from the row alone",
         c->name, FLY_ROWWISE, nbad);
   free(X); free(xi);
+}
+
+/* ---- the fused full-data sum ------------------------------------------------------ */
+
+/* Tolerances.  full->logp_grad and the sums of eval / grad compute the same
+ * n terms by the same formulas in another order: the sum over rows (each
+ * order within gamma_n = n u / (1 - n u) of sum_i |term_i|, Higham 2002,
+ * section 4.2; u = 2^-53), the linear predictors eta_ik = th_k'x_i (one
+ * BLAS kernel or another: within gamma_D A_i, A_i = sum_kj |th_kj x_ij|
+ * plus |y_i| for robust, whose residual is y - eta), which moves log L_i by
+ * at most slope(1) gamma_D A_i and its derivative by slope(2) gamma_D A_i,
+ * and the elementwise functions (vector or scalar libm: a few ulp of each
+ * term).  So, with n = 61 rows and D <= 5,
+ *   |sum_F - sum_E|  <= (2 n + 2 D + 16) u sum_i (1 + |log L_i| + slope(1) A_i),
+ *   |grad_F - grad_E|_j <= (2 n + 2 D + 16) u sum_i |x_ij| (slope(1) + slope(2) A_i),
+ * about 150 u = 3.3e-14 of those magnitudes; the test allows 1e-13 (3x). */
+#define FULL_TOL 1e-13
+
+typedef struct fctx { const double *X; size_t n; double *w; } fctx;
+
+static double fsum(const fly_model *m, const double *th, void *u)
+{
+  fctx *f = u;
+  return m->type->full->logp_grad(m, th, f->X, m->D + 2, f->n, NULL, f->w);
+}
+
+/* The worst |full - eval/grad| over the value and every gradient component,
+ * relative to its tolerance (see above), for n rows of X at th. */
+static double full_vs_sums(const fly_model *m, const mfamily *fam, const double *th,
+                           const double *X, size_t n, double *w)
+{
+  size_t P = P_of(m), D = m->D, ldx = D + 2, K = fam->per_class ? m->K : 1;
+  double *lL = malloc((n + 1) * sizeof *lL), *ones = malloc((n + 1) * sizeof *ones);
+  double gE[MAXP], gF[MAXP], gN[MAXP], gmag[MAXP], sE = 0, mag = 0, worst = 0;
+  double s1 = fam->slope(m, 1), s2 = fam->slope(m, 2);
+  for( size_t i = 0; i < n; i++ ) ones[i] = 1;
+  m->type->eval(m, th, X, ldx, NULL, n, lL, NULL, w);
+  for( size_t j = 0; j < P; j++ ) gE[j] = gF[j] = gN[j] = 0.5 * (double)j;
+  m->type->grad(m, th, X, ldx, NULL, n, ones, NULL, gE, w);
+  double sF = m->type->full->logp_grad(m, th, X, ldx, n, gF, w);
+  double sN = m->type->full->logp_grad(m, th, X, ldx, n, NULL, w);
+  for( size_t j = 0; j < P; j++ ) if( gN[j] != 0.5 * (double)j ) worst = INFINITY;
+  for( size_t j = 0; j < P; j++ ) gmag[j] = 0;
+  for( size_t i = 0; i < n; i++ ){
+    const double *x = X + i * ldx;
+    double A = fam->per_class ? 0 : fabs(x[m->tcol]) * (m->type == &fly_model_robust);
+    for( size_t k = 0; k < K; k++ )
+      for( size_t j = 0; j < D; j++ ) A += fabs(th[k * D + j] * x[j]);
+    sE += lL[i];
+    mag += 1 + fabs(lL[i]) + s1 * A;
+    for( size_t k = 0; k < K; k++ )
+      for( size_t j = 0; j < D; j++ ) gmag[k * D + j] += fabs(x[j]) * (s1 + s2 * A);
+  }
+  worst = fmax(worst, fabs(sF - sE) / (FULL_TOL * mag));
+  worst = fmax(worst, fabs(sN - sE) / (FULL_TOL * mag));
+  for( size_t j = 0; j < P; j++ )
+    worst = fmax(worst, fabs(gF[j] - gE[j]) / (FULL_TOL * gmag[j] + DBL_MIN));
+  if( !isfinite(sF) || !isfinite(sN) ) worst = INFINITY;
+  free(lL); free(ones);
+  return worst;
+}
+
+static void prop_full(const mcase *c, size_t ci)
+{
+  const mfamily *f = family_of(c->type);
+  fly_model m = mk(c, c->K > 1 ? 3 : 5);
+  fly_rng r;
+  fly_rng_seed(&r, 106, ci);
+  size_t N = 61, P = P_of(&m);
+  double *X = mk_rows(&m, &r, N, 1.5), *w = malloc(m.type->work_len(&m, N) * sizeof *w);
+  double worst = 0, worst_n = 0, fd_worst = 0, th[MAXP];
+  /* th of sd 1, then 30 (saturated rows: |eta| in the hundreds) */
+  for( int rep = 0; rep < 10; rep++ ){
+    double sd = rep < 5 ? 1 : 30;
+    for( size_t j = 0; j < P; j++ ) th[j] = sd * fly_rng_normal(&r);
+    worst = fmax(worst, full_vs_sums(&m, f, th, X, N, w));
+    /* every length of the vector functions' padded tail */
+    for( size_t n = 1; n <= 9; n++ )
+      worst_n = fmax(worst_n, full_vs_sums(&m, f, th, X + (size_t)rep * (m.D + 2), n, w));
+  }
+  TAP_OK(worst <= 1, "%s: full->logp_grad = sum of eval's log L and grad (wL = 1) to "
+         "rounding, with grad and without (worst %.2g of the tolerance)", c->name, worst);
+  TAP_OK(worst_n <= 1, "%s: full->logp_grad on 1..9 rows, likewise (worst %.2g)",
+         c->name, worst_n);
+  double g[MAXP], g0[MAXP];
+  for( size_t j = 0; j < P; j++ ) g[j] = g0[j] = 1.0 + (double)j;
+  double s0 = m.type->full->logp_grad(&m, th, X, m.D + 2, 0, g, w);
+  TAP_OK(s0 == 0 && memcmp(g, g0, P * sizeof *g) == 0, "%s: full->logp_grad on 0 rows: 0, "
+         "grad untouched", c->name);
+  fctx fc = { X, N, w };
+  for( int rep = 0; rep < 5; rep++ ){
+    double gr[MAXP], fd[MAXP], best = INFINITY;
+    for( size_t j = 0; j < P; j++ ){ th[j] = fly_rng_normal(&r); gr[j] = 0; }
+    m.type->full->logp_grad(&m, th, X, m.D + 2, N, gr, w);
+    for( double h = 1e-3; h > 1e-6 / 2; h /= 10 ){
+      fd_grad(&m, th, fsum, &fc, h, fd);
+      best = fmin(best, relerr(gr, fd, P));
+    }
+    fd_worst = fmax(fd_worst, best);
+  }
+  TAP_OK(fd_worst < 1e-6, "%s: full->logp_grad's gradient vs finite differences (rel %.2g)",
+         c->name, fd_worst);
+  free(X); free(w);
 }
 
 /* ---- the thinning bound ----------------------------------------------------------- */
@@ -1488,6 +1593,7 @@ int main(void)
     prop_collapsed(c, ci);
     /* tables other than declared fail prop_collapsed's check */
     if( !tables_declared(c->type) ) continue;
+    if( c->type->full ) prop_full(c, ci);
     if( c->type->coef ){
       prop_coef_rowwise(c, ci);
       prop_scan(c, ci);

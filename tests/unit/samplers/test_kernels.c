@@ -32,6 +32,7 @@
 #include "samplers/nuts.h"
 #include "samplers/slice.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -640,6 +641,7 @@ static void test_invalidate(int kd, const tcase *c, uint64_t seed, size_t n_iter
   double th[PMAX], lp, *draws = fly_alloc_array(n_iter * P, sizeof *draws);
   long ne, want = kd == K_MALA ? 2 : 17;
   int acc, ok = draws != NULL, evals_ok = 1, contract = 1;
+  long lmin = LONG_MAX, lmax = 0;    /* HMC: leapfrogs a step took */
   char name[96];
 
   snprintf(name, sizeof name, "%s invalidated every step on %s", kname[kd], c->name);
@@ -660,13 +662,21 @@ static void test_invalidate(int kd, const tcase *c, uint64_t seed, size_t n_iter
       /* prime, the leapfrogs, and the sampled point unless it was the last */
       long extra = acc && k.nuts.sidx != k.nuts.n_leapfrog;
       if( ne != 1 + k.nuts.n_leapfrog + extra ) evals_ok = 0;
-    }else if( ne != want ) evals_ok = 0;
+    }else if( ne != (kd == K_HMC ? 1 + (long)k.hmc.leap_last : want) ) evals_ok = 0;
+    if( kd == K_HMC ){
+      lmin = k.hmc.leap_last < (size_t)lmin ? (long)k.hmc.leap_last : lmin;
+      lmax = k.hmc.leap_last > (size_t)lmax ? (long)k.hmc.leap_last : lmax;
+    }
     if( memcmp(t.cur, th, P * sizeof *th) != 0 ) contract = 0;
     if( it >= n_warm ) memcpy(draws + (it - n_warm) * P, th, P * sizeof *th);
   }
   if( kd == K_NUTS )
     TAP_OK(ok && evals_ok, "%s: 1 + leapfrogs (+1 at a sampled point not the "
            "last evaluated) logp calls every step", name);
+  else if( kd == K_HMC )
+    TAP_OK(ok && evals_ok && lmin == 1 && lmax == (long)k.hmc.n_leap,
+           "%s: 1 + the step's leapfrogs logp calls every step, leapfrogs from %ld to "
+           "%ld of at most %zu", name, lmin, lmax, k.hmc.n_leap);
   else
     TAP_OK(ok && evals_ok, "%s: %ld logp calls every step", name, want);
   TAP_OK(contract && t.bad_accept == 0, "%s: target contract held", name);
@@ -676,6 +686,7 @@ static void test_invalidate(int kd, const tcase *c, uint64_t seed, size_t n_iter
   double lp_true = lp, lp_bad = lp + 1;
   ok = kern_step(&k, &tg, &rng, th, &lp_bad, 0, &acc, &ne) == FLY_OK;
   if( kd == K_NUTS ) want = 1 + k.nuts.n_leapfrog + (acc && k.nuts.sidx != k.nuts.n_leapfrog);
+  if( kd == K_HMC ) want = 1 + (long)k.hmc.leap_last;
   TAP_OK(ok && ne == want && (acc || lp_bad == lp_true),
          "%s: a changed *lp re-evaluates the current point", kname[kd]);
   kern_free(&k);

@@ -74,11 +74,11 @@ static void test_ingest_and_load(void)
   fly_err err = {0};
   fly_rc rc;
 
-  /* A bad cell into a new database: no file. */
-  const char *bad = "a,b,y\n1,2,0\n3,x,1\n";
+  /* A bad row into a new database: no file. */
+  const char *bad = "a,b,y\n1,2,0\n3,1\n";
   rc = ingest_text(bad, strlen(bad), "bad", FLY_PREC_F64, NULL, &res, &err);
-  TAP_OK(rc == FLY_PARSE && strstr(err.msg, "mem.csv:3:2"),
-         "a bad cell: FLY_PARSE naming file:line:column (%s)", err.msg);
+  TAP_OK(rc == FLY_PARSE && strstr(err.msg, "mem.csv:3:3"),
+         "a bad row: FLY_PARSE naming file:line:column (%s)", err.msg);
   TAP_OK(!exists(path), "a failed ingest does not create the database");
 
   rc = ingest_text(csv, csv_len, NULL, FLY_PREC_F64, NULL, &res, &err);

@@ -1,0 +1,339 @@
+/*
+ * chunks.c -- a CSV's records parsed on several threads (see chunks.h).
+ *
+ * Concept.  A ring of nslots slots; chunk k lives in slot k % nslots and
+ * goes FREE -> READ (reader: bytes cut at a record boundary, start line
+ * known) -> PARSING -> PARSED (a worker: cells and lines, or an error) ->
+ * FREE (the caller is done with it).  One mutex and one condition variable
+ * guard the states and the counters; a chunk is a megabyte, so the lock is
+ * taken a few times per megabyte.
+ *
+ * Invariants.  n_taken <= n_parse <= n_read <= n_taken + nslots: the
+ * reader fills slot n_read % nslots only when it is FREE, the caller
+ * frees chunk k before the reader may refill its slot with chunk k +
+ * nslots.  The reader's pending buffer holds the bytes after the last
+ * boundary cut, all of them scanned for quotes (inq: the state after
+ * them), none of them a boundary.  Start lines: the header reader's next
+ * line plus the line ends (fly_csv_count_lines) of every chunk before.
+ *
+ * Cost.  The reader copies only the tail of a block past its last boundary
+ * (part of one record) and scans each byte once (a memchr for a quote,
+ * then a backwards search for the last line feed, in a file without
+ * quotes; one pass otherwise) and once more to count lines.  Parsing, the
+ * bulk of the work, runs on the workers.
+ */
+#include "io/chunks.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/mem.h"
+
+enum { S_FREE, S_READ, S_PARSING, S_PARSED };
+
+typedef struct slot {
+  int           state;
+  fly_csv      *c;          /* READ..PARSED: the chunk's reader, or NULL
+                               for an error chunk */
+  fly_csv_cell *cells;      /* cap rows, kept across chunks */
+  int64_t      *lines;
+  size_t        cap;
+  fly_chunk     out;
+} slot;
+
+struct fly_chunks {
+  fly_csv      *csv;
+  const volatile sig_atomic_t *interrupt;
+  size_t        ncols, nslots;
+  slot         *slots;
+  pthread_mutex_t mu;
+  pthread_cond_t  cv;
+  int64_t       n_read, n_parse, n_taken;
+  int           read_done;  /* n_read is final */
+  int           reader_done; /* the reader thread is about to return */
+  int           stop;
+  int           held;       /* the caller holds chunk n_taken */
+  char         *rbuf;      /* the reader's pending bytes */
+  pthread_t     reader, *workers;
+  int           has_reader, n_workers;
+  sigset_t      old;        /* the caller's signal mask */
+};
+
+static slot *slot_of(fly_chunks *q, int64_t k)
+{
+  return &q->slots[(size_t)k % q->nslots];
+}
+
+/* Publish chunk n_read (state READ), or the end of input. */
+static void publish(fly_chunks *q, int last)
+{
+  pthread_mutex_lock(&q->mu);
+  if( !last || slot_of(q, q->n_read)->state == S_READ ) q->n_read++;
+  if( last ) q->read_done = 1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
+static void *reader_main(void *arg)
+{
+  fly_chunks *q = arg;
+  size_t cap = 0, len = 0;
+  int inq = 0, eof = 0;
+  int64_t line = fly_csv_next_line(q->csv);
+
+  pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+  while( !eof ){
+    char *buf = q->rbuf;
+    slot *s = slot_of(q, q->n_read);
+    size_t cut = 0, got;
+    fly_rc rc = FLY_OK;
+
+    pthread_mutex_lock(&q->mu);
+    while( !q->stop && s->state != S_FREE ) pthread_cond_wait(&q->cv, &q->mu);
+    int stop = q->stop;
+    pthread_mutex_unlock(&q->mu);
+    if( stop ) break;
+    memset(&s->out, 0, sizeof s->out);
+    for(;;){
+      if( len == cap ){                   /* no boundary yet: grow */
+        size_t nc = cap ? 2 * cap : FLY_CHUNK_BYTES;
+        char *b = nc < SIZE_MAX / 4 ? fly_realloc_array(buf, nc + 1, 1) : NULL;
+        if( !b ){
+          rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory for "
+                        "a record of over %zu bytes", fly_csv_path(q->csv),
+                        (long long)line, cap);
+          break;
+        }
+        buf = q->rbuf = b;
+        cap = nc;
+      }
+      rc = fly_csv_read_raw(q->csv, buf + len, cap - len, &got, &s->out.err);
+      if( rc ) break;
+      size_t b = fly_csv_boundary(buf + len, got, &inq);
+      eof = got < cap - len;
+      len += got;
+      if( b ) cut = len - got + b;
+      if( q->interrupt && *q->interrupt ){
+        rc = fly_fail(&s->out.err, FLY_IO, "%s: interrupted",
+                      fly_csv_path(q->csv));
+        break;
+      }
+      if( eof ){ cut = len; break; }
+      if( cut ) break;
+    }
+    if( rc ){
+      s->out.rc = rc;
+      s->c = NULL;
+      s->state = S_READ;
+      publish(q, 1);
+      break;
+    }
+    if( cut == 0 ){                       /* end of input, nothing left */
+      publish(q, 1);
+      break;
+    }
+    size_t tail = len - cut, nc = tail < FLY_CHUNK_BYTES ? FLY_CHUNK_BYTES : 2 * tail;
+    char *next = eof ? NULL : fly_alloc_array(nc + 1, 1);
+    int64_t l0 = line;
+    if( !eof && !next ){
+      s->out.rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory "
+                           "for a chunk", fly_csv_path(q->csv), (long long)line);
+      s->state = S_READ;
+      publish(q, 1);
+      break;
+    }
+    if( next ) memcpy(next, buf + cut, tail);
+    line += fly_csv_count_lines(buf, cut);
+    s->out.end_bytes = fly_csv_bytes(q->csv) - tail;
+    q->rbuf = next;
+    rc = fly_csv_open_chunk(q->csv, buf, cut, l0, &s->c, &s->out.err);
+    cap = next ? nc : 0;
+    len = tail;
+    s->out.rc = rc;
+    s->state = S_READ;
+    publish(q, eof || rc != FLY_OK);
+    if( rc ) break;
+  }
+  pthread_mutex_lock(&q->mu);
+  q->reader_done = 1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+/* Parse slot s's chunk into its cells. */
+static void parse(fly_chunks *q, slot *s)
+{
+  size_t rows = 0;
+  fly_rc rc = FLY_OK;
+
+  if( !s->c ) return;                     /* an error chunk */
+  for(;;){
+    if( rows == s->cap ){
+      size_t nc = s->cap ? 2 * s->cap : 1024;
+      fly_csv_cell *c = fly_realloc_array(s->cells, nc * q->ncols, sizeof *c);
+      if( c ) s->cells = c;
+      int64_t *l = c ? fly_realloc_array(s->lines, nc, sizeof *l) : NULL;
+      if( l ) s->lines = l;
+      if( !c || !l ){
+        rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory for the "
+                      "cells of a chunk", fly_csv_path(q->csv),
+                      (long long)fly_csv_next_line(s->c));
+        break;
+      }
+      s->cap = nc;
+    }
+    rc = fly_csv_next_cells(s->c, s->cells + rows * q->ncols, &s->out.err);
+    if( rc != FLY_ROW ) break;
+    s->lines[rows++] = fly_csv_line(s->c);
+  }
+  s->out.rc = rc == FLY_DONE ? FLY_OK : rc;
+  s->out.cells = s->cells;
+  s->out.lines = s->lines;
+  s->out.rows = rows;
+}
+
+static void *worker_main(void *arg)
+{
+  fly_chunks *q = arg;
+  pthread_mutex_lock(&q->mu);
+  for(;;){
+    while( !q->stop && q->n_parse == q->n_read && !q->read_done )
+      pthread_cond_wait(&q->cv, &q->mu);
+    if( q->stop || q->n_parse == q->n_read ) break;
+    slot *s = slot_of(q, q->n_parse++);
+    s->state = S_PARSING;
+    pthread_mutex_unlock(&q->mu);
+    parse(q, s);
+    pthread_mutex_lock(&q->mu);
+    s->state = S_PARSED;
+    pthread_cond_broadcast(&q->cv);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+fly_rc fly_chunks_start(fly_csv *csv, int threads,
+                        const volatile sig_atomic_t *interrupt,
+                        fly_chunks **pq, fly_err *err)
+{
+  fly_chunks *q = NULL;
+  sigset_t block;
+
+  *pq = NULL;
+  if( threads < 1 )
+    return fly_fail(err, FLY_MISUSE, "fly_chunks_start: %d threads", threads);
+  q = fly_alloc_array(1, sizeof *q);
+  if( !q ) return fly_fail(err, FLY_NOMEM, "ingest: out of memory");
+  q->csv = csv;
+  q->interrupt = interrupt;
+  q->ncols = fly_csv_ncols(csv);
+  q->nslots = 2 * (size_t)threads + 2;
+  q->slots = fly_alloc_array(q->nslots, sizeof *q->slots);
+  q->workers = fly_alloc_array((size_t)threads, sizeof *q->workers);
+  if( !q->slots || !q->workers ){
+    fly_free(q->slots);
+    fly_free(q->workers);
+    fly_free(q);
+    return fly_fail(err, FLY_NOMEM, "ingest: out of memory");
+  }
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->cv, NULL);
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &block, &q->old);
+  for( ; q->n_workers < threads; q->n_workers++ )
+    if( pthread_create(&q->workers[q->n_workers], NULL, worker_main, q) ) break;
+  if( q->n_workers == threads && pthread_create(&q->reader, NULL, reader_main, q) == 0 )
+    q->has_reader = 1;
+  if( !q->has_reader ){
+    fly_chunks_stop(q);
+    return fly_fail(err, FLY_NOMEM, "ingest: cannot start %d threads", threads + 1);
+  }
+  *pq = q;
+  return FLY_OK;
+}
+
+fly_rc fly_chunks_next(fly_chunks *q, const fly_chunk **ch, fly_err *err)
+{
+  slot *s;
+  pthread_mutex_lock(&q->mu);
+  if( q->held ){
+    s = slot_of(q, q->n_taken);
+    fly_csv_close(s->c);
+    s->c = NULL;
+    s->state = S_FREE;
+    q->n_taken++;
+    q->held = 0;
+    pthread_cond_broadcast(&q->cv);
+  }
+  s = slot_of(q, q->n_taken);
+  while( !(q->n_taken < q->n_read && s->state == S_PARSED) ){
+    struct timespec ts;
+    if( q->read_done && q->n_taken == q->n_read ){
+      pthread_mutex_unlock(&q->mu);
+      return FLY_DONE;
+    }
+    if( q->interrupt && *q->interrupt ){   /* the reader may wait for input */
+      pthread_mutex_unlock(&q->mu);
+      return fly_fail(err, FLY_IO, "%s: interrupted", fly_csv_path(q->csv));
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000 * 1000;
+    if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
+    pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+  }
+  q->held = 1;
+  pthread_mutex_unlock(&q->mu);
+  *ch = &s->out;
+  return FLY_ROW;
+}
+
+void fly_chunks_stop(fly_chunks *q)
+{
+  if( !q ) return;
+  pthread_mutex_lock(&q->mu);
+  q->stop = 1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  if( q->has_reader ){
+    /* A reader waiting for input after an interrupt: the signal again,
+     * to it (between its check of the flag and its read, it may have
+     * missed the first one). */
+    pthread_mutex_lock(&q->mu);
+    while( !q->reader_done ){
+      struct timespec ts;
+      sig_atomic_t sig = q->interrupt ? *q->interrupt : 0;
+      struct sigaction sa;
+      if( sig > 0 && sig < NSIG && sigaction((int)sig, NULL, &sa) == 0
+          && !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler != SIG_DFL
+          && sa.sa_handler != SIG_IGN ){   /* a handler, never a default */
+        pthread_mutex_unlock(&q->mu);
+        pthread_kill(q->reader, (int)sig);
+        pthread_mutex_lock(&q->mu);
+      }
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50 * 1000 * 1000;
+      if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
+      pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+    }
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->reader, NULL);
+  }
+  for(int i = 0; i < q->n_workers; i++) pthread_join(q->workers[i], NULL);
+  pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+  for(size_t i = 0; i < q->nslots; i++){
+    fly_csv_close(q->slots[i].c);
+    fly_free(q->slots[i].cells);
+    fly_free(q->slots[i].lines);
+  }
+  pthread_mutex_destroy(&q->mu);
+  pthread_cond_destroy(&q->cv);
+  fly_free(q->rbuf);
+  fly_free(q->slots);
+  fly_free(q->workers);
+  fly_free(q);
+}

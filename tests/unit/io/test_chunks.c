@@ -1,0 +1,210 @@
+/*
+ * test_chunks.c -- cutting a CSV into chunks at record boundaries: the
+ * quote-parity boundary finder (fly_csv_boundary) and the line counter,
+ * and chunk readers (fly_csv_open_chunk) that must give the records,
+ * cell texts, lines and first error a single reader gives.
+ *
+ * The reader thread of io/chunks.c is emulated with blocks of 1 byte and
+ * up, so a quote, a "" escape, a CRLF and a quoted line feed fall on every
+ * block boundary; then the threaded reader itself runs on the same inputs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/chunks.h"
+#include "io/csv.h"
+#include "tap.h"
+#include "util/mem.h"
+
+static const char *tmp_with(const char *data)
+{
+  static char p[32];
+  strcpy(p, "/tmp/flydb_chunks_XXXXXX");
+  int fd = mkstemp(p);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+  if( !f || fputs(data, f) < 0 || fclose(f) != 0 ){ perror("temp"); exit(2); }
+  return p;
+}
+
+/* A transcript of records: "line:text|text|...\n" each, then the status
+ * and the error message. */
+typedef struct { char *s; size_t n, cap; } text;
+
+static void put(text *t, const char *s, size_t n)
+{
+  if( t->n + n + 1 > t->cap ){
+    t->cap = 2 * (t->n + n + 1);
+    t->s = realloc(t->s, t->cap);
+    if( !t->s ) exit(2);
+  }
+  memcpy(t->s + t->n, s, n);
+  t->n += n;
+  t->s[t->n] = 0;
+}
+
+static void put_row(text *t, const fly_csv_cell *c, size_t nc, int64_t line)
+{
+  char b[32];
+  put(t, b, (size_t)snprintf(b, sizeof b, "%lld:", (long long)line));
+  for(size_t j = 0; j < nc; j++){
+    put(t, c[j].s, c[j].n);
+    put(t, j + 1 < nc ? "|" : "\n", 1);
+  }
+}
+
+static void put_end(text *t, fly_rc rc, const fly_err *err)
+{
+  char b[32];
+  put(t, b, (size_t)snprintf(b, sizeof b, "rc %d ", (int)rc));
+  if( rc != FLY_DONE && rc != FLY_OK ) put(t, err->msg, strlen(err->msg));
+}
+
+/* The single reader's transcript. */
+static void serial(const char *path, text *t)
+{
+  fly_csv *c = NULL;
+  fly_err err = {0};
+  fly_csv_cell cells[16];
+  fly_rc rc = fly_csv_open(path, &c, &err);
+  if( rc ){ put_end(t, rc, &err); return; }
+  while( (rc = fly_csv_next_cells(c, cells, &err)) == FLY_ROW )
+    put_row(t, cells, fly_csv_ncols(c), fly_csv_line(c));
+  put_end(t, rc, &err);
+  fly_csv_close(c);
+}
+
+/* Parse chunk buf[0..n) from line into t; returns its status. */
+static fly_rc chunk(fly_csv *hdr, char *buf, size_t n, int64_t line, text *t,
+                    fly_err *err)
+{
+  fly_csv *c = NULL;
+  fly_csv_cell cells[16];
+  fly_rc rc = fly_csv_open_chunk(hdr, buf, n, line, &c, err);
+  if( rc ) return rc;
+  while( (rc = fly_csv_next_cells(c, cells, err)) == FLY_ROW )
+    put_row(t, cells, fly_csv_ncols(c), fly_csv_line(c));
+  fly_csv_close(c);
+  return rc == FLY_DONE ? FLY_OK : rc;
+}
+
+/* The reader thread's loop, by hand: blocks of bs bytes, cut at the last
+ * boundary in each block.  *n_chunks: chunks made. */
+static void emulate(const char *path, size_t bs, text *t, int *n_chunks)
+{
+  fly_csv *hdr = NULL;
+  fly_err err = {0};
+  fly_rc rc = fly_csv_open(path, &hdr, &err);
+  char *pend = NULL;
+  size_t len = 0, got;
+  int inq = 0;
+  int64_t line;
+
+  *n_chunks = 0;
+  if( rc ){ put_end(t, rc, &err); return; }
+  line = fly_csv_next_line(hdr);
+  for(;;){
+    pend = fly_realloc_array(pend, len + bs + 1, 1);
+    if( (rc = fly_csv_read_raw(hdr, pend + len, bs, &got, &err)) ) break;
+    size_t b = fly_csv_boundary(pend + len, got, &inq), cut = b ? len + b : 0;
+    len += got;
+    if( got < bs ) cut = len;
+    if( cut ){
+      char *buf = fly_alloc_array(cut + 1, 1), *rest;
+      memcpy(buf, pend, cut);
+      rest = fly_alloc_array(len - cut + bs + 1, 1);
+      memcpy(rest, pend + cut, len - cut);
+      fly_free(pend);
+      pend = rest;
+      int64_t l0 = line;
+      line += fly_csv_count_lines(buf, cut);
+      (*n_chunks)++;
+      if( cut > 0 && (rc = chunk(hdr, buf, cut, l0, t, &err)) ) break;
+      len -= cut;
+    }
+    if( got < bs ){ rc = FLY_DONE; break; }
+  }
+  put_end(t, rc, &err);
+  fly_free(pend);
+  fly_csv_close(hdr);
+}
+
+/* The threaded reader's transcript (the last chunk's rc is the status). */
+static void threaded(const char *path, int threads, text *t)
+{
+  fly_csv *hdr = NULL;
+  fly_chunks *q = NULL;
+  const fly_chunk *ch;
+  fly_err err = {0};
+  fly_rc rc = fly_csv_open(path, &hdr, &err);
+  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, &q, &err);
+  while( !rc && (rc = fly_chunks_next(q, &ch, &err)) == FLY_ROW ){
+    size_t nc = fly_csv_ncols(hdr);
+    for(size_t i = 0; i < ch->rows; i++) put_row(t, ch->cells + i * nc, nc, ch->lines[i]);
+    rc = ch->rc;
+    if( rc ) err = ch->err;
+  }
+  put_end(t, rc, &err);
+  fly_chunks_stop(q);
+  fly_csv_close(hdr);
+}
+
+static const char *inputs[] = {
+  "a,b\n1,2\n3,4\n",
+  "a,b\r\n1,\"x\ny\"\r\n\"p,\"\"q\"\"\",4\r\n\r\n5,\"\"\"\"\n6,7",
+  "a,b\n\"\n\n\",\"\r\n\"\n\n\n\"1\",\"\"\n",
+  "a,b\r1,2\r\"3\r\",4\r",                 /* lone CRs */
+  "\xEF\xBB\xBF" "a,b\n1,2\n3,\"unterminated\n4,5\n",
+  "a,b\n1,2\n3,x\"y\n\"4\",5\n6,7,8\n",    /* quote in an unquoted field */
+  "a,b\n1,2\n3\n4,5,6\n",                 /* ragged */
+  "a,b\n\"1\" x,2\n",                     /* after a closing quote */
+};
+
+int main(void)
+{
+  static const size_t bss[] = { 1, 2, 3, 5, 8, 13, 64 };
+  size_t k, i;
+
+  TAP_OK(fly_csv_count_lines("a\nb\r\nc\rd\r", 10) == 4, "line ends: LF, CRLF, lone CR, CR at the end");
+  {
+    int inq = 0;
+    TAP_OK(fly_csv_boundary("1,2\n3,4", 7, &inq) == 4 && inq == 0, "no quotes: after the last LF");
+    TAP_OK(fly_csv_boundary("1,\"a\nb", 7, &inq) == 0 && inq == 1, "an open quote: no boundary");
+    TAP_OK(fly_csv_boundary("\n\"\"c\"\n2\n", 8, &inq) == 8 && inq == 0,
+           "in quotes at the start, an escaped quote, then boundaries");
+    inq = 1;
+    TAP_OK(fly_csv_boundary("x\ny", 3, &inq) == 0 && inq == 1, "a quoted LF is no boundary");
+  }
+  for(k = 0; k < sizeof inputs / sizeof inputs[0]; k++){
+    const char *path = tmp_with(inputs[k]);
+    text want = {0};
+    serial(path, &want);
+    int ok = 1;
+    for(i = 0; i < sizeof bss / sizeof bss[0]; i++){
+      text got = {0};
+      int nch;
+      emulate(path, bss[i], &got, &nch);
+      if( strcmp(got.s, want.s) != 0 ){
+        ok = 0;
+        TAP_DIAG("block %zu bytes, %d chunks:\n%s\nwant:\n%s", bss[i], nch, got.s, want.s);
+      }
+      free(got.s);
+    }
+    for(int th = 1; th <= 4; th *= 2){
+      text got = {0};
+      threaded(path, th, &got);
+      if( strcmp(got.s, want.s) != 0 ){
+        ok = 0;
+        TAP_DIAG("%d threads:\n%s\nwant:\n%s", th, got.s, want.s);
+      }
+      free(got.s);
+    }
+    TAP_OK(ok, "input %zu: chunks of every block size and the threaded reader give the "
+           "single reader's records, lines and error (%s)", k,
+           strrchr(want.s, '\n') ? strrchr(want.s, '\n') + 1 : want.s);
+    free(want.s);
+    unlink(path);
+  }
+  return tap_done();
+}
