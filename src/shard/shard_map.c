@@ -35,6 +35,8 @@
 #define MAP_F_TOL    1e-14
 #define MAP_DEC_TOL  1e-15
 
+void openblas_set_num_threads(int);
+
 typedef struct own {                /* a shard this rank reads */
   fly_db    *db;
   fly_pages *pg;
@@ -285,6 +287,10 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
 
   *pr = NULL;
   memset(&jb, 0, sizeof jb);
+  /* OpenBLAS's results (the Laplace covariance's dpotri) depend on its
+   * thread count, which mpirun's core binding changes: one everywhere, so
+   * every shard's bound set holds the same bits on any rank */
+  openblas_set_num_threads(1);
   rc = fly_shard_verify(manifest_path, 0, collect, &ps, &n_rows, err);
   if( rc == FLY_OK && ps.nomem ) rc = fly_fail(err, FLY_NOMEM, "shard paths");
   if( rc ) goto setup;
@@ -404,6 +410,32 @@ done:
   if( rc ){ fly_shard_map_free(r); r = NULL; }
   *pr = r;
   return rc;
+}
+
+fly_rc fly_shard_paths(const char *manifest_path, char (**out)[4096], size_t *n,
+                       int64_t *n_rows, fly_err *err)
+{
+  paths ps = { NULL, 0, 0, 0 };
+  fly_rc rc = fly_shard_verify(manifest_path, 0, collect, &ps, n_rows, err);
+  if( rc == FLY_OK && (ps.nomem || ps.n == 0) ) rc = fly_fail(err, FLY_NOMEM, "shard paths");
+  if( rc ){
+    fly_free(ps.p);
+    ps.p = NULL;
+    ps.n = 0;
+  }
+  *out = ps.p;
+  *n = ps.n;
+  return rc;
+}
+
+fly_rc fly_shard_bounds_at(fly_db *db, int64_t ds, const fly_model *m,
+                           const fly_shard_map *r, int64_t *bs, fly_err *err)
+{
+  fly_tune_opts o;
+  fly_tune_given g = { r->theta, r->H, r->logpost, r->iters, r->g_norm };
+  fly_tune_opts_default(&o);
+  o.given = &g;
+  return fly_tune_get(db, ds, m, &o, bs, err);
 }
 
 int fly_shard_is_manifest(fly_db *db)

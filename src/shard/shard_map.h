@@ -16,7 +16,7 @@
  * are gathered and summed in shard order.  Rank 0 stores the result in the
  * manifest (table shard_map, one row per model and model options).
  *
- * Not yet here: sampling a manifest (`flydb sample` cannot use one).  The model is
+ * Sampling a manifest is shard/shard_sample.h.  The model is
  * resolved against shard 0, so only models whose options do not depend on
  * the data are accepted (logistic).
  */
@@ -53,6 +53,17 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
                          fly_comm *c, int verbose, fly_shard_map **pr,
                          fly_err *err);
 void   fly_shard_map_free(fly_shard_map *r);          /* NULL: no-op */
+
+/* The resolved paths of the manifest's shards, in shard order, after a
+ * quick fly_shard_verify (its errors); *out (caller frees with
+ * fly_free) holds *n; *n_rows (may be NULL): the total rows. */
+fly_rc fly_shard_paths(const char *manifest_path, char (**out)[4096], size_t *n,
+                       int64_t *n_rows, fly_err *err);
+
+/* The id of data set ds's bound set at the sharded MAP r in shard db (built
+ * there if missing: fly_shard_map_run has built it already). */
+fly_rc fly_shard_bounds_at(fly_db *db, int64_t ds, const fly_model *m,
+                           const fly_shard_map *r, int64_t *bs, fly_err *err);
 
 /* Whether db is a shard manifest (has table shard_set). */
 int    fly_shard_is_manifest(fly_db *db);

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# flydb sample on a shard manifest (issue 28, stage 3): the same seed gives
+# bit-identical draws and per-iteration diagnostics for one process without
+# MPI and for mpirun -np 1, 2 and 4 on a 4-shard manifest, for every z mode
+# and theta kernel; the sharded posterior agrees with the unsharded store's
+# within 4 MCSE; what a manifest cannot run is refused; a rank killed with
+# SIGKILL at a seeded random point ends the job (no hang), and
+# `mpirun ... flydb sample --resume RUN` then gives the uninterrupted draws.
+# Args: flydb, and 1 if it was built with MPI.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/../e2e/lib.sh"
+flydb=$FLYDB
+have_mpi=${2:-0}
+if [ -n "${FLYDB_E2E_WRAPPER:-}" ]; then
+  echo "SKIP: ranks under $FLYDB_E2E_WRAPPER (mpirun starts the wrapper, and its kill check finds no flydb)"
+  exit 77
+fi
+if [ "$have_mpi" != 1 ] || ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: flydb built without MPI, or no mpirun (tools/setup installs openmpi-bin)"
+  exit 77
+fi
+# Loopback only, as root in a container, more ranks than cores.
+run() { timeout 300 mpirun --bind-to none --oversubscribe --allow-run-as-root --mca btl self,vader,tcp \
+          --mca btl_tcp_if_include lo -np "$@"; }
+# Draws and per-iteration diagnostics of run 1, every column.
+sig() {
+  sqlite3 "$1/manifest.db" "SELECT * FROM draws_named WHERE run_id = 1 ORDER BY chain, iter, name;
+                            SELECT * FROM iteration WHERE run_id = 1 ORDER BY chain, iter" | md5sum
+}
+
+# What a resume must reproduce: the draws and the diagnostics of the chain's
+# state (as tests/e2e/sample_resume.sh; row reads and likelihood counts
+# differ once, where the resumed gibbs step rebuilds its scan cache).
+sig_resume() {
+  sqlite3 "$1/manifest.db" "SELECT * FROM draws_named WHERE run_id = 1 ORDER BY chain, iter, name;
+                            SELECT chain, iter, log_joint, n_bright, accepted, step_size
+                            FROM iteration WHERE run_id = 1 ORDER BY chain, iter" | md5sum
+}
+
+"$flydb" ingest "$here/../../datasets/fmnist-pair/fmnist_pair.csv" --db fm.db --page-rows 61 2>/dev/null
+"$flydb" shard --db fm.db --shards 4 --out fm 2>/dev/null
+
+# Every z mode and kernel: one process, then -np 1, 2, 4.
+short="--iters 12 --warmup 8 --chains 2 --seed 7 --quiet"
+for opts in "--theta-steps 2" "--z implicit --theta-steps 2" "--z explicit --theta-steps 2" \
+            "--regular" "--sampler mala" "--z implicit --sampler nuts" \
+            "--sampler hmc --leapfrog 4" "--sampler slice"; do
+  rm -rf p0; cp -r fm p0
+  # shellcheck disable=SC2086
+  "$flydb" sample --db p0/manifest.db $short $opts 2>err.txt || { cat err.txt; fail "one process ($opts)"; }
+  [ "$(sqlite3 p0/manifest.db "SELECT status || count(*) FROM run JOIN iteration ON run_id = id")" = done40 ] \
+    || fail "one process ($opts): not 2 x 20 iterations done"
+  want=$(sig p0)
+  for R in 1 2 4; do
+    rm -rf p$R; cp -r fm p$R
+    # shellcheck disable=SC2086
+    run $R "$flydb" sample --db p$R/manifest.db $short $opts 2>err.txt \
+      || { cat err.txt; fail "-np $R ($opts) failed"; }
+    [ "$(sig p$R)" = "$want" ] || fail "-np $R ($opts): other draws or diagnostics than one process"
+  done
+  ok "sample $opts: draws and diagnostics bit-identical for one process and -np 1, 2, 4"
+done
+"$flydb" summary --db p4/manifest.db >/dev/null || fail "summary of a sharded run"
+"$flydb" export --db p4/manifest.db --out exp >/dev/null 2>&1 || fail "export of a sharded run"
+for s in p4/shard-*.db; do "$flydb" check --db "$s" >/dev/null || fail "check of $s after sampling"; done
+ok "summary and export read the sharded run; every shard still checks"
+
+# Refused: more ranks than shards, fixed bounds, the exact log posterior.
+rc=0; run 5 "$flydb" sample --db fm/manifest.db $short >/dev/null 2>err.txt || rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "5 ranks for 4 shards" err.txt || fail "-np 5 on 4 shards: exit $rc"
+for bad in "--bounds fixed" "--full-logpost-every 5"; do
+  rc=0
+  # shellcheck disable=SC2086
+  "$flydb" sample --db fm/manifest.db $short $bad >/dev/null 2>err.txt || rc=$?
+  [ $rc = 2 ] && grep -q "shard manifest" err.txt || fail "$bad on a manifest: exit $rc ($(head -2 err.txt))"
+done
+ok "more ranks than shards, --bounds fixed and --full-logpost-every refused"
+
+# The sharded posterior against the unsharded one: every mean within 4 MCSE
+# (the toy set, where MH mixes well enough for MCSE to be trusted).
+"$flydb" ingest "$here/../../datasets/toy/logistic.csv" --db toy.db 2>/dev/null
+"$flydb" shard --db toy.db --shards 4 --out toy 2>/dev/null
+"$flydb" sample --db toy/manifest.db --iters 2000 --warmup 500 --chains 2 --seed 3 --quiet
+"$flydb" sample --db toy.db --iters 2000 --warmup 500 --chains 2 --seed 4 --quiet --z gibbs
+"$flydb" summary --db toy/manifest.db --format csv >a.csv
+"$flydb" summary --db toy.db --format csv >b.csv
+python3 - a.csv b.csv <<'PY'
+import csv, math, sys
+def read(p):
+    return {r["variable"]: r for r in csv.DictReader(open(p))}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+assert set(a) == set(b), (sorted(a)[:3], sorted(b)[:3])
+worst = 0.0
+for v in a:
+    d = abs(float(a[v]["mean"]) - float(b[v]["mean"]))
+    s = math.hypot(float(a[v]["mcse_mean"]), float(b[v]["mcse_mean"]))
+    worst = max(worst, d / s)
+assert worst < 4, worst
+print("ok - sharded and unsharded posterior means agree: largest gap %.2f MCSE over %d parameters"
+      % (worst, len(a)))
+PY
+
+# Kill -9 of one rank at a seeded random point, then resume.
+iters="--iters 60 --warmup 20 --chains 2 --seed 5 --quiet --theta-steps 2 --checkpoint-every 4"
+rm -rf ref; cp -r fm ref
+# shellcheck disable=SC2086
+"$flydb" sample --db ref/manifest.db $iters
+want=$(sig_resume ref)
+RANDOM=28
+for trial in 1 2; do
+  rm -rf k; cp -r fm k
+  # shellcheck disable=SC2086
+  run 2 "$flydb" sample --db k/manifest.db $iters >/dev/null 2>kill.err &
+  job=$!
+  # once the first checkpoint is in, wait a random while, then kill a random rank
+  for _ in $(seq 600); do
+    n=$(sqlite3 k/manifest.db "SELECT count(*) FROM checkpoint" 2>/dev/null || echo 0)
+    [ "${n:-0}" -gt 0 ] && break
+    sleep 0.05
+  done
+  sleep "0.$((RANDOM % 10))"
+  pids=$(pgrep -f "sample --db k/manifest.db" | while read -r p; do
+           if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = flydb ]; then echo "$p"; fi
+         done || true)
+  victim=$(echo "$pids" | sed -n "$((RANDOM % 2 + 1))p")
+  [ -n "$victim" ] || victim=$(echo "$pids" | head -1)
+  if [ -z "$victim" ]; then
+    wait $job || true
+    echo "# trial $trial: the job ended before the kill"
+    continue
+  fi
+  kill -9 "$victim" 2>/dev/null || true
+  t0=$SECONDS
+  rc=0; wait $job || rc=$?
+  [ $((SECONDS - t0)) -le 30 ] || fail "the job took $((SECONDS - t0)) s to end after the kill"
+  status=$(sqlite3 k/manifest.db "SELECT status FROM run WHERE id = 1")
+  at=$(sqlite3 k/manifest.db "SELECT group_concat(iter) FROM checkpoint WHERE run_id = 1")
+  if [ "$status" = done ]; then
+    echo "# trial $trial: the kill came after the run was done"
+  else
+    [ $rc != 0 ] || fail "the killed job exited 0"
+    run 2 "$flydb" sample --db k/manifest.db --resume 1 --quiet 2>err.txt \
+      || { cat err.txt; fail "resume after the kill"; }
+  fi
+  [ "$(sig_resume k)" = "$want" ] || fail "trial $trial: resumed after a kill at checkpoints $at: other draws"
+  ok "trial $trial: a rank killed (job ended in $((SECONDS - t0)) s, exit $rc, checkpoints at $at); the resumed run has the uninterrupted draws"
+done
