@@ -412,6 +412,55 @@ done:
   return rc;
 }
 
+fly_rc fly_shard_map_load(const char *manifest_path, const fly_model *m,
+                          fly_shard_map **pr, fly_err *err)
+{
+  char mopts[256];
+  fly_db *db = NULL;
+  sqlite3_stmt *st = NULL;
+  fly_shard_map *r = NULL;
+  size_t P = m->type->n_params(m), n_mom = m->type->n_moments(m);
+  *pr = NULL;
+  fly_rc rc = fly_tune_model_opts(m, mopts, sizeof mopts, err);
+  if( rc == FLY_OK ) rc = fly_db_open(manifest_path, FLY_DB_READONLY, &db, err);
+  if( rc == FLY_OK && sqlite3_prepare_v2(fly_db_sqlite(db), "SELECT theta_map, laplace_prec, "
+                     "map_logpost, map_iters, map_grad_norm, moments FROM shard_map "
+                     "WHERE model = ?1 AND model_opts = ?2", -1, &st, NULL) != SQLITE_OK ){
+    fly_db_close(db);
+    return FLY_OK;                 /* never tuned: no table */
+  }
+  if( rc == FLY_OK ){
+    sqlite3_bind_text(st, 1, m->type->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, mopts, -1, SQLITE_STATIC);
+    if( sqlite3_step(st) == SQLITE_ROW ){
+      if( (size_t)sqlite3_column_bytes(st, 0) != P * sizeof(double) ||
+          (size_t)sqlite3_column_bytes(st, 1) != P * P * sizeof(double) ||
+          (size_t)sqlite3_column_bytes(st, 5) != n_mom * sizeof(double) )
+        rc = fly_fail(err, FLY_CORRUPT, "%s: table shard_map: a row of the wrong size",
+                      manifest_path);
+      else if( !(r = fly_alloc_array(1, sizeof *r)) || !(r->theta = fly_alloc_array(P, sizeof *r->theta))
+               || !(r->H = fly_alloc_array(P * P, sizeof *r->H))
+               || !(r->mom = fly_alloc_array(n_mom, sizeof *r->mom)) )
+        rc = fly_fail(err, FLY_NOMEM, "sharded MAP");
+      else{
+        r->P = P;
+        r->n_mom = n_mom;
+        memcpy(r->theta, sqlite3_column_blob(st, 0), P * sizeof *r->theta);
+        memcpy(r->H, sqlite3_column_blob(st, 1), P * P * sizeof *r->H);
+        r->logpost = sqlite3_column_double(st, 2);
+        r->iters = sqlite3_column_int(st, 3);
+        r->g_norm = sqlite3_column_double(st, 4);
+        memcpy(r->mom, sqlite3_column_blob(st, 5), n_mom * sizeof *r->mom);
+      }
+    }
+  }
+  sqlite3_finalize(st);
+  fly_db_close(db);
+  if( rc ) fly_shard_map_free(r);
+  else *pr = r;
+  return rc;
+}
+
 fly_rc fly_shard_paths(const char *manifest_path, char (**out)[4096], size_t *n,
                        int64_t *n_rows, fly_err *err)
 {

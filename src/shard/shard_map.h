@@ -54,6 +54,13 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
                          fly_err *err);
 void   fly_shard_map_free(fly_shard_map *r);          /* NULL: no-op */
 
+/* The result a fly_shard_map_run stored in the manifest for model m
+ * (table shard_map: MAP, H, moment totals and the MAP search's figures;
+ * n_shards, n_rows and evals are 0), or *pr NULL if there is none.
+ * FLY_CORRUPT for a row of the wrong size. */
+fly_rc fly_shard_map_load(const char *manifest_path, const fly_model *m,
+                          fly_shard_map **pr, fly_err *err);
+
 /* The resolved paths of the manifest's shards, in shard order, after a
  * quick fly_shard_verify (its errors); *out (caller frees with
  * fly_free) holds *n; *n_rows (may be NULL): the total rows. */

@@ -695,11 +695,19 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
     if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
     goto done;
   }
-  /* the bounds: the sharded MAP and each shard's bound set there */
+  /* the bounds: the sharded MAP the manifest holds (sharded tuning), else
+   * found now; each shard's bound set there */
   double tt = now();
-  if( (rc = fly_shard_map_run(manifest_path, &c->model, j.c, c->verbose, &r, err)) ) goto done;
-  say(hooks, &j, "%lld shards on %d ranks: bounds at the sharded MAP in %.1f s",
-      (long long)j.S, fly_comm_size(j.c), now() - tt);
+  rc = fly_shard_map_load(manifest_path, &j.m, &r, err);
+  if( fly_comm_any(j.c, rc != FLY_OK) ){
+    if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
+    goto done;
+  }
+  if( !r ){
+    if( (rc = fly_shard_map_run(manifest_path, &c->model, j.c, c->verbose, &r, err)) ) goto done;
+    say(hooks, &j, "%lld shards on %d ranks: the sharded MAP and bounds in %.1f s",
+        (long long)j.S, fly_comm_size(j.c), now() - tt);
+  }
   j.P = j.m.type->n_params(&j.m);
   j.kt = fly_kernel_type_of(c->kernel);
   j.pt = fly_alloc_array(n_own(&j), sizeof *j.pt);
