@@ -118,3 +118,10 @@ int fly_comm_any(fly_comm *c, int flag)
   (void)c;
   return flag;
 }
+
+fly_rc fly_comm_sync(fly_comm *c, fly_rc rc, const char *what, fly_err *err)
+{
+  if( fly_comm_any(c, rc != FLY_OK) && rc == FLY_OK )
+    rc = fly_fail(err, FLY_IO, "%s", what);
+  return rc;
+}

@@ -48,4 +48,9 @@ fly_rc fly_comm_gather(fly_comm *c, int64_t S, size_t len, const double *mine,
  * ranks leave a collective step together. */
 int    fly_comm_any(fly_comm *c, int flag);
 
+/* Every rank passes its rc of a step; returns it if it failed, else
+ * FLY_IO with `what` ("another rank failed ...") if any other rank's
+ * failed, else FLY_OK: the same outcome on every rank. */
+fly_rc fly_comm_sync(fly_comm *c, fly_rc rc, const char *what, fly_err *err);
+
 #endif

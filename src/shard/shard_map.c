@@ -93,10 +93,8 @@ static fly_rc page(job *jb, size_t j, int64_t pg, size_t *n, fly_err *err)
  * said whether it failed. */
 static fly_rc gather(job *jb, fly_rc rc, size_t len, fly_err *err)
 {
-  if( fly_comm_any(jb->c, rc != FLY_OK) ){
-    if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
+  if( (rc = fly_comm_sync(jb->c, rc, "another rank failed (its message is above)", err)) )
     return rc;
-  }
   return fly_comm_gather(jb->c, jb->S, len, jb->mine, jb->all, err);
 }
 
@@ -360,10 +358,8 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
 
 setup:
   /* Every rank passes here, so a rank that failed stops the others. */
-  if( fly_comm_any(c, rc != FLY_OK) ){
-    if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
+  if( (rc = fly_comm_sync(c, rc, "another rank failed (its message is above)", err)) )
     goto done;
-  }
   fly_lbfgs_opts_default(&lo);
   lo.m = MAP_LBFGS_M;
   lo.g_tol = MAP_G_TOL;
@@ -390,8 +386,7 @@ setup:
             "(%d evaluations), log posterior %.12g, |grad| %.3g\n", (long long)jb.S,
             fly_comm_size(c), lr.iters, lr.evals, r->logpost, r->g_norm);
   if( fly_comm_rank(c) == 0 ) rc = store(manifest_path, &m, r, err);
-  if( fly_comm_any(c, rc != FLY_OK) && rc == FLY_OK )
-    rc = fly_fail(err, FLY_IO, "rank 0 failed to store the result");
+  rc = fly_comm_sync(c, rc, "rank 0 failed to store the result", err);
 
 done:
   fly_lbfgs_free(lb);

@@ -18,10 +18,12 @@
  * Laplace draw), each shard's z_0 drawn at the MAP (fly_chain_init) and
  * refreshed by one z step at theta_0.
  *
- * Checkpoints are taken at iterations fixed by the configuration alone
- * (every checkpoint_every, and when the draw buffer fills: no clock), so
- * every rank takes the same ones.  Memory: the shard chains' own, plus
- * S x (2 + P) doubles for the exchange.
+ * Every rank must checkpoint (and stop) at the same iterations: at those
+ * the configuration fixes (every checkpoint_every, when the draw buffer
+ * fills, the last), and where rank 0 asks for one in the z step's exchange
+ * (its clock: every 2 s; its progress hook: stop, as run.c's).  Where the
+ * checkpoints fall never changes the draws.  Memory: the shard chains'
+ * own, plus S x (2 + P) doubles for the exchange.
  */
 #include "shard/shard_sample.h"
 
@@ -49,9 +51,13 @@
 
 void openblas_set_num_threads(int);
 
+#define OTHER "another rank failed (its message is above)"
+
 /* Values per shard in the z step's exchange: log density term, failed,
- * n_bright, n_lik, n_reads, n_cand, n_viol, scanned. */
-#define ZX 8
+ * n_bright, n_lik, n_reads, n_cand, n_viol, scanned, and in shard 0's
+ * (rank 0's) what rank 0 asks of every rank after this iteration (ASK_*). */
+#define ZX 9
+enum { ASK_CKPT = 1, ASK_STOP = 2 };
 
 static const char ckpt_sql[] =
   "CREATE TABLE IF NOT EXISTS shard_ckpt ("
@@ -87,7 +93,15 @@ typedef struct sjob {
   int64_t          n_evals;         /* target evaluations this iteration */
   int64_t          n_bright;        /* all shards' bright rows */
   int64_t          n_exch;          /* exchanges so far */
+  int              ask, told;       /* ASK_* rank 0 asks; what it asked this iteration */
 } sjob;
+
+typedef struct prog {               /* rank 0's clock and the progress hook */
+  const fly_run_hooks *h;
+  int64_t run_id, base, total, start, acc, n_it;
+  double  t0, last_poll, last_ckpt;
+  int     stop;                     /* the hook asked to stop */
+} prog;
 
 static double now(void)
 {
@@ -167,6 +181,9 @@ static void shard_accept(void *ctx)
   }
 }
 
+/* Whether owned shard i is shard 0 (this is rank 0). */
+static int p_k0(const sjob *j, size_t i) { return j->k0 + (int64_t)i == 0; }
+
 /* Each shard chain to the current theta (if it moved) and its z step;
  * the new log density and the iteration's counts, summed in shard order. */
 static fly_rc zstep(sjob *j, fly_iter_stats *s, fly_err *err)
@@ -192,9 +209,11 @@ static fly_rc zstep(sjob *j, fly_iter_stats *s, fly_err *err)
     v[5] = (double)z.n_cand;
     v[6] = (double)z.n_viol;
     v[7] = z.scanned;
+    v[8] = p_k0(j, i) ? j->ask : 0;
   }
   if( (rc = exchange(j, rc, ZX, err)) ) return rc;
   memcpy(j->th_z, j->th, j->P * sizeof *j->th);
+  j->told = (int)j->all[8];
   double lp = prior;
   for(int64_t k = 0; k < j->S; k++){
     const double *v = j->all + (size_t)k * ZX;
@@ -218,6 +237,19 @@ static fly_rc zstep(sjob *j, fly_iter_stats *s, fly_err *err)
 
 /* ---- checkpoints ---------------------------------------------------------- */
 
+/* sql on table shard_ckpt, prepared with ?1, ?2, ?3 bound to the run, chain
+ * and iteration. */
+static fly_rc ckpt_stmt(fly_db *db, const char *sql, int64_t run_id, int chain, int64_t it,
+                        sqlite3_stmt **st, fly_err *err)
+{
+  fly_rc rc = fly_db_prepare(db, sql, st, err);
+  if( rc ) return rc;
+  sqlite3_bind_int64(*st, 1, run_id);
+  sqlite3_bind_int(*st, 2, chain);
+  sqlite3_bind_int64(*st, 3, it);
+  return FLY_OK;
+}
+
 /* Each owned shard's chain state at iteration it into the shard, and the
  * checkpoints older than prev (the last one the manifest holds) removed. */
 static fly_rc save_shards(sjob *j, int64_t run_id, int chain, int64_t it, int64_t prev,
@@ -235,25 +267,19 @@ static fly_rc save_shards(sjob *j, int64_t run_id, int chain, int64_t it, int64_
     if( rc == FLY_OK ) rc = fly_db_begin(db, err);
     if( rc == FLY_OK ) rc = fly_db_exec(db, ckpt_sql, err);
     if( rc == FLY_OK )
-      rc = fly_db_prepare(db, "INSERT OR REPLACE INTO shard_ckpt VALUES (?1,?2,?3,?4)", &st, err);
+      rc = ckpt_stmt(db, "INSERT OR REPLACE INTO shard_ckpt VALUES (?1,?2,?3,?4)", run_id,
+                     chain, it, &st, err);
     if( rc == FLY_OK ){
-      sqlite3_bind_int64(st, 1, run_id);
-      sqlite3_bind_int(st, 2, chain);
-      sqlite3_bind_int64(st, 3, it);
       sqlite3_bind_blob64(st, 4, blob, len, SQLITE_STATIC);
       if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "shard checkpoint");
     }
     sqlite3_finalize(st);
     st = NULL;
     if( rc == FLY_OK )
-      rc = fly_db_prepare(db, "DELETE FROM shard_ckpt WHERE run_id = ?1 AND chain = ?2"
-                          " AND iter < ?3", &st, err);
-    if( rc == FLY_OK ){
-      sqlite3_bind_int64(st, 1, run_id);
-      sqlite3_bind_int(st, 2, chain);
-      sqlite3_bind_int64(st, 3, prev);
-      if( sqlite3_step(st) != SQLITE_DONE ) rc = fly_db_fail(db, err, "shard checkpoint");
-    }
+      rc = ckpt_stmt(db, "DELETE FROM shard_ckpt WHERE run_id = ?1 AND chain = ?2"
+                     " AND iter < ?3", run_id, chain, prev, &st, err);
+    if( rc == FLY_OK && sqlite3_step(st) != SQLITE_DONE )
+      rc = fly_db_fail(db, err, "shard checkpoint");
     sqlite3_finalize(st);
     if( rc == FLY_OK ) rc = fly_db_commit(db, err);
     else if( db ) fly_db_rollback(db);
@@ -273,12 +299,9 @@ static fly_rc load_shards(sjob *j, int64_t run_id, int chain, int64_t it, fly_er
     sqlite3_stmt *st = NULL;
     rc = fly_db_open(j->pt[i].path, FLY_DB_READONLY, &db, err);
     if( rc == FLY_OK )
-      rc = fly_db_prepare(db, "SELECT state FROM shard_ckpt WHERE run_id = ?1 AND chain = ?2"
-                          " AND iter = ?3", &st, err);
+      rc = ckpt_stmt(db, "SELECT state FROM shard_ckpt WHERE run_id = ?1 AND chain = ?2"
+                     " AND iter = ?3", run_id, chain, it, &st, err);
     if( rc == FLY_OK ){
-      sqlite3_bind_int64(st, 1, run_id);
-      sqlite3_bind_int(st, 2, chain);
-      sqlite3_bind_int64(st, 3, it);
       if( sqlite3_step(st) == SQLITE_ROW )
         rc = fly_chain_restore(j->pt[i].ch, sqlite3_column_blob(st, 0),
                                (size_t)sqlite3_column_bytes(st, 0), err);
@@ -512,8 +535,8 @@ static uint64_t shard_seed(uint64_t seed, int64_t k)
 /* Chain `chain` from its checkpoint at iteration start (0: from scratch) to
  * the end; rank 0 writes its draws into the manifest. */
 static fly_rc run_chain(sjob *j, const char *manifest_path, int64_t run_id, int chain,
-                        int64_t start, const void *blob, size_t blen, double *t_loop,
-                        int64_t *done, fly_err *err)
+                        int64_t start, const void *blob, size_t blen, prog *pg,
+                        double *t_loop, int64_t *done, fly_err *err)
 {
   const fly_run_cfg *c = j->cfg;
   const fly_bounds *b0 = j->pt[0].bd;
@@ -557,12 +580,12 @@ static fly_rc run_chain(sjob *j, const char *manifest_path, int64_t run_id, int 
       }
     }
     fly_iter_stats s0;
+    j->ask = 0;
     j->n_evals = 0;
     j->n_bright = 0;
     rc = zstep(j, &s0, err);
   }
-  if( fly_comm_any(j->c, rc != FLY_OK) && rc == FLY_OK )
-    rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
+  rc = fly_comm_sync(j->c, rc, OTHER, err);
   if( rc == FLY_OK && rank0 )
     rc = fly_trace_open(manifest_path, run_id, chain, j->P, cap, &tr, err);
   double t0 = now();
@@ -590,6 +613,23 @@ static fly_rc run_chain(sjob *j, const char *manifest_path, int64_t run_id, int 
         }
       }
     }
+    /* rank 0 asks for a checkpoint every 2 s, and to stop when the
+     * progress hook says so; every rank hears it in the z step's exchange */
+    j->ask = 0;
+    if( rank0 ){
+      double t = now();
+      pg->acc += acc;
+      pg->n_it++;
+      if( pg->h && pg->h->progress && t - pg->last_poll >= FLY_RUN_POLL_MS * 1e-3 ){
+        fly_run_progress p = { run_id, pg->base + it, pg->total, pg->start,
+                               (double)pg->acc / (double)pg->n_it / (double)c->theta_steps,
+                               (double)j->n_bright / (double)j->N, t - pg->t0 };
+        pg->last_poll = t;
+        if( pg->h->progress(pg->h->ctx, &p) ) pg->stop = 1;
+      }
+      if( t - pg->last_ckpt > 2.0 ) j->ask |= ASK_CKPT;
+      if( pg->stop ) j->ask |= ASK_CKPT | ASK_STOP;
+    }
     if( rc == FLY_OK ) rc = zstep(j, &s, err);
     if( rc ){
       fly_err_prefix(err, "chain %d, iteration %lld", chain + 1, (long long)it);
@@ -608,13 +648,13 @@ static fly_rc run_chain(sjob *j, const char *manifest_path, int64_t run_id, int 
     if( rc ) break;
     if( it % 4 == 0 )
       for(size_t i = 0; i < n_own(j); i++) fly_chain_release(j->pt[i].ch);
-    /* the same iterations on every rank: no clock */
-    if( it == total || (it % c->checkpoint_every) == 0 ||
+    /* the same iterations on every rank (rank 0's clock reaches the others
+     * through the exchange) */
+    if( it == total || (it % c->checkpoint_every) == 0 || (j->told & ASK_CKPT) ||
         (it / c->thin - prev / c->thin) + 1 >= (int64_t)cap ){
       rc = save_shards(j, run_id, chain, it, prev, err);
       /* a checkpoint counts once every rank has written its shards' part */
-      if( fly_comm_any(j->c, rc != FLY_OK) && rc == FLY_OK )
-        rc = fly_fail(err, FLY_IO, "another rank failed to write its checkpoint");
+      rc = fly_comm_sync(j->c, rc, "another rank failed to write its checkpoint", err);
       if( rc == FLY_OK && rank0 ){
         void *mb = NULL;
         size_t ml = 0;
@@ -622,10 +662,15 @@ static fly_rc run_chain(sjob *j, const char *manifest_path, int64_t run_id, int 
         if( rc == FLY_OK ) rc = fly_trace_commit(tr, it, mb, ml, err);
         fly_free(mb);
       }
-      if( fly_comm_any(j->c, rc != FLY_OK) && rc == FLY_OK )
-        rc = fly_fail(err, FLY_IO, "rank 0 failed to commit the checkpoint");
+      rc = fly_comm_sync(j->c, rc, "rank 0 failed to commit the checkpoint", err);
       if( rc ) break;
       prev = it;
+      pg->last_ckpt = now();
+      if( j->told & ASK_STOP ){
+        *done = it;
+        rc = FLY_DONE;
+        break;
+      }
     }
     *done = it;
   }
@@ -691,18 +736,12 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
     if( rc == FLY_MISUSE ) res->usage = 1;
   }
   /* every rank passes here, so a rank that failed stops the others */
-  if( fly_comm_any(j.c, rc != FLY_OK) ){
-    if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
-    goto done;
-  }
+  if( (rc = fly_comm_sync(j.c, rc, OTHER, err)) ) goto done;
   /* the bounds: the sharded MAP the manifest holds (sharded tuning), else
    * found now; each shard's bound set there */
   double tt = now();
   rc = fly_shard_map_load(manifest_path, &j.m, &r, err);
-  if( fly_comm_any(j.c, rc != FLY_OK) ){
-    if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
-    goto done;
-  }
+  if( (rc = fly_comm_sync(j.c, rc, OTHER, err)) ) goto done;
   if( !r ){
     if( (rc = fly_shard_map_run(manifest_path, &c->model, j.c, c->verbose, &r, err)) ) goto done;
     say(hooks, &j, "%lld shards on %d ranks: the sharded MAP and bounds in %.1f s",
@@ -759,10 +798,7 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
     }
   }
 sync:
-  if( fly_comm_any(j.c, rc != FLY_OK) ){
-    if( rc == FLY_OK ) rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
-    goto done;
-  }
+  if( (rc = fly_comm_sync(j.c, rc, OTHER, err)) ) goto done;
   for(size_t i = 0; i < n_own(&j); i++){
     j.mine[i * 2] = (double)run_id;
     j.mine[i * 2 + 1] = 0;
@@ -776,6 +812,12 @@ sync:
       fly_kernel_name(c->kernel), (unsigned long long)c->seed, (long long)j.S,
       fly_comm_size(j.c));
 
+  prog pg;
+  memset(&pg, 0, sizeof pg);
+  pg.h = hooks;
+  pg.run_id = run_id;
+  pg.total = (c->warmup + c->iters) * c->chains;
+  pg.t0 = pg.last_ckpt = now();
   for(int ch = 0; ch < (int)c->chains && rc == FLY_OK; ch++){
     int64_t start = 0, done_it = 0;
     void *blob = NULL;
@@ -789,11 +831,12 @@ sync:
       if( rc == FLY_OK ) rc = fly_trace_checkpoint(rdb, run_id, ch, &start, &blob, &blen, err);
       fly_db_close(rdb);
       if( rc == FLY_OK && mdb ) rc = fly_trace_truncate(mdb, run_id, ch, start, err);
-      if( fly_comm_any(j.c, rc != FLY_OK) && rc == FLY_OK )
-        rc = fly_fail(err, FLY_IO, "another rank failed (its message is above)");
+      rc = fly_comm_sync(j.c, rc, OTHER, err);
     }
+    pg.base = (int64_t)ch * (c->warmup + c->iters);
+    pg.start += start;
     if( rc == FLY_OK )
-      rc = run_chain(&j, manifest_path, run_id, ch, start, blob, blen, &tl, &done_it, err);
+      rc = run_chain(&j, manifest_path, run_id, ch, start, blob, blen, &pg, &tl, &done_it, err);
     fly_free(blob);
     res->chains = ch + 1;
     res->iters_done += done_it - start;
@@ -807,6 +850,9 @@ done:
     fly_err e2 = {0};
     if( rc == FLY_OK )
       rc = fly_run_finish(mdb, run_id, "done", NULL, res->wall, res->loop, err);
+    else if( rc == FLY_DONE )
+      fly_run_finish(mdb, run_id, "running", "interrupted; continue with --resume", res->wall,
+                     res->loop, &e2);
     else
       fly_run_finish(mdb, run_id, "failed", err->msg[0] ? err->msg : fly_rc_str(rc),
                      res->wall, res->loop, &e2);

@@ -15,15 +15,17 @@
  *    per-shard terms (collapsed bounds and bright rows' log Ltilde, and
  *    their D-vector gradient for the gradient kernels) gathered from every
  *    rank (fly_comm_gather) and summed in shard order on every rank.
- * Cost per iteration: one exchange per theta update (2 + P doubles per
- * shard) and one after the z step (8 doubles per shard).
+ * Cost per iteration: one exchange per theta update (2 doubles per shard,
+ * 2 + P with a gradient) and one after the z step (9 doubles per shard).
  *
  * Draws and the replicated state go into the manifest (rank 0, as an
  * ordinary run, so `summary`, `export` and `--resume` read them); each
  * rank writes its shards' chain states (theta, z, gaps) into the shards
  * themselves (table shard_ckpt), and rank 0 commits a checkpoint's
  * iteration only after every rank has written it.  A resume continues
- * exactly: the shards keep the last two checkpoints.
+ * exactly: the shards keep the last two checkpoints.  Rank 0 calls the
+ * progress hook; when it asks to stop, every rank stops at the next
+ * checkpoint (FLY_DONE, the run resumable).
  *
  * All z modes and theta kernels run; bounds must be MAP-tuned (sharded
  * tuning, shard/shard_map.h) and the model logistic; --full-logpost-every

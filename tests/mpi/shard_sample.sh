@@ -5,25 +5,12 @@
 # and theta kernel; the sharded posterior agrees with the unsharded store's
 # within 4 MCSE; what a manifest cannot run is refused; a rank killed with
 # SIGKILL at a seeded random point ends the job (no hang), and
-# `mpirun ... flydb sample --resume RUN` then gives the uninterrupted draws.
+# `mpirun ... flydb sample --resume RUN` then gives the uninterrupted draws,
+# as it does after SIGINT stopped a run at a checkpoint.
 # Args: flydb, and 1 if it was built with MPI.
-set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tests/e2e/lib.sh
-. "$here/../e2e/lib.sh"
-flydb=$FLYDB
-have_mpi=${2:-0}
-if [ -n "${FLYDB_E2E_WRAPPER:-}" ]; then
-  echo "SKIP: ranks under $FLYDB_E2E_WRAPPER (mpirun starts the wrapper, and its kill check finds no flydb)"
-  exit 77
-fi
-if [ "$have_mpi" != 1 ] || ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: flydb built without MPI, or no mpirun (tools/setup installs openmpi-bin)"
-  exit 77
-fi
-# Loopback only, as root in a container, more ranks than cores.
-run() { timeout 300 mpirun --bind-to none --oversubscribe --allow-run-as-root --mca btl self,vader,tcp \
-          --mca btl_tcp_if_include lo -np "$@"; }
+# shellcheck source=tests/mpi/lib.sh
+. "$here/lib.sh"
 # Draws and per-iteration diagnostics of run 1, every column.
 sig() {
   sqlite3 "$1/manifest.db" "SELECT * FROM draws_named WHERE run_id = 1 ORDER BY chain, iter, name;
@@ -147,3 +134,29 @@ for trial in 1 2; do
   [ "$(sig_resume k)" = "$want" ] || fail "trial $trial: resumed after a kill at checkpoints $at: other draws"
   ok "trial $trial: a rank killed (job ended in $((SECONDS - t0)) s, exit $rc, checkpoints at $at); the resumed run has the uninterrupted draws"
 done
+
+# Stopped by SIGINT (the progress hook asks, rank 0 passes it on): the run
+# stops at a checkpoint, resumable, and its resume gives the same draws.
+long="--iters 6000 --warmup 1000 --chains 2 --seed 5 --theta-steps 4 --quiet"
+rm -rf i0 i1; cp -r fm i0; cp -r fm i1
+# shellcheck disable=SC2086
+"$flydb" sample --db i0/manifest.db $long
+# shellcheck disable=SC2086
+"$flydb" sample --db i1/manifest.db $long 2>int.err &
+job=$!
+for _ in $(seq 600); do
+  n=$(sqlite3 i1/manifest.db "SELECT count(*) FROM checkpoint" 2>/dev/null || echo 0)
+  [ "${n:-0}" -gt 0 ] && break
+  sleep 0.05
+done
+kill -INT $job 2>/dev/null || true
+rc=0; wait $job || rc=$?
+if [ $rc = 0 ]; then
+  echo "# the run ended before the signal"
+else
+  grep -q "interrupted" int.err || fail "SIGINT: exit $rc ($(head -2 int.err))"
+  [ "$(sqlite3 i1/manifest.db "SELECT status FROM run")" = running ] || fail "SIGINT: run not resumable"
+  "$flydb" sample --db i1/manifest.db --resume 1 --quiet
+fi
+[ "$(sig_resume i1)" = "$(sig_resume i0)" ] || fail "SIGINT and resume: other draws"
+ok "a run stopped by SIGINT (exit $rc) resumes to the uninterrupted draws"

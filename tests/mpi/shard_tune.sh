@@ -7,25 +7,9 @@
 # bound set at that MAP (`flydb check` recomputes its moments from its
 # xi), and the shards' moments add up to the unsharded ones.  More ranks than shards, or a missing shard, stop every rank
 # (exit 1, no hang).  Args: flydb, and 1 if it was built with MPI.
-set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tests/e2e/lib.sh
-. "$here/../e2e/lib.sh"
-flydb=$FLYDB
-have_mpi=${2:-0}
-if [ -n "${FLYDB_E2E_WRAPPER:-}" ]; then
-  echo "SKIP: ranks under $FLYDB_E2E_WRAPPER (mpirun starts the wrapper, and its kill check finds no flydb)"
-  exit 77
-fi
-if [ "$have_mpi" != 1 ] || ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: flydb built without MPI, or no mpirun (tools/setup installs openmpi-bin)"
-  exit 77
-fi
-# Loopback only, as root in a container, more ranks than cores.  Not
-# bound to a core: OpenBLAS then runs as many threads as in one plain
-# process, and the Laplace covariance (dpotri) depends on that count.
-run() { timeout 300 mpirun --bind-to none --oversubscribe --allow-run-as-root --mca btl self,vader,tcp \
-          --mca btl_tcp_if_include lo -np "$@"; }
+# shellcheck source=tests/mpi/lib.sh
+. "$here/lib.sh"
 
 for d in toy/logistic fmnist-pair/fmnist_pair; do
   name=${d#*/}
