@@ -380,6 +380,9 @@ static fly_rc refuse(const fly_run_cfg *c, fly_err *err)
     return fly_fail(err, FLY_MISUSE, "--full-logpost-every: not available for a shard manifest");
   if( c->profile )
     return fly_fail(err, FLY_MISUSE, "--profile: not available for a shard manifest");
+  if( c->model.formula || c->model.reference )
+    return fly_fail(err, FLY_MISUSE, "--%s: a shard manifest is sampled on its columns as "
+                    "stored only so far", c->model.formula ? "formula" : "reference");
   if( c->chains > FLY_RUN_MAX_CHAINS )
     return fly_fail(err, FLY_MISUSE, "--chains: at most %d", FLY_RUN_MAX_CHAINS);
   return FLY_OK;
@@ -730,6 +733,7 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
     rc = fly_db_open(paths[j.k0], FLY_DB_READONLY, &db0, err);
     if( rc == FLY_OK ) rc = fly_dataset_find(db0, NULL, &id, err);
     if( rc == FLY_OK ) rc = fly_dataset_load(db0, id, &d0, err);
+    if( rc == FLY_OK ) rc = fly_dataset_require_numeric(d0, err);
     if( rc == FLY_OK && (rc = fly_model_spec_resolve(&c->model, db0, id, &j.m, err)) == FLY_OK )
       rc = fly_run_cfg_fit(c, &j.m, err);
     fly_db_close(db0);

@@ -28,8 +28,10 @@
  * checkpoint (FLY_DONE, the run resumable).
  *
  * All z modes and theta kernels run; bounds must be MAP-tuned (sharded
- * tuning, shard/shard_map.h) and the model logistic; --full-logpost-every
- * and --profile are refused.  Chains run one after another.
+ * tuning, shard/shard_map.h), the model logistic, on the columns as stored
+ * (numeric, no missing values); --bounds fixed, --formula, --reference,
+ * --full-logpost-every and --profile are refused.  Chains run one after
+ * another.
  */
 #ifndef FLY_SHARD_SAMPLE_H
 #define FLY_SHARD_SAMPLE_H

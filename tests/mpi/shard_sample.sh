@@ -54,16 +54,16 @@ done
 for s in p4/shard-*.db; do "$flydb" check --db "$s" >/dev/null || fail "check of $s after sampling"; done
 ok "summary and export read the sharded run; every shard still checks"
 
-# Refused: more ranks than shards, fixed bounds, the exact log posterior.
+# Refused: more ranks than shards, fixed bounds, the exact log posterior, a formula.
 rc=0; run 5 "$flydb" sample --db fm/manifest.db $short >/dev/null 2>err.txt || rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] && grep -q "5 ranks for 4 shards" err.txt || fail "-np 5 on 4 shards: exit $rc"
-for bad in "--bounds fixed" "--full-logpost-every 5"; do
+for bad in "--bounds fixed" "--full-logpost-every 5" "--formula pc2~pc1"; do
   rc=0
   # shellcheck disable=SC2086
   "$flydb" sample --db fm/manifest.db $short $bad >/dev/null 2>err.txt || rc=$?
   [ $rc = 2 ] && grep -q "shard manifest" err.txt || fail "$bad on a manifest: exit $rc ($(head -2 err.txt))"
 done
-ok "more ranks than shards, --bounds fixed and --full-logpost-every refused"
+ok "more ranks than shards, --bounds fixed, --full-logpost-every and --formula refused"
 
 # The sharded posterior against the unsharded one: every mean within 4 MCSE
 # (the toy set, where MH mixes well enough for MCSE to be trusted).
