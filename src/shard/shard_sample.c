@@ -558,6 +558,7 @@ static fly_rc run_chain(sjob *j, const char *manifest_path, int64_t run_id, int 
     if( rc ) fly_err_prefix(err, "shard %lld (%s)", (long long)p->k, p->path);
   }
   if( rc == FLY_OK ){
+    j->kt->free(j->ks);           /* the previous chain's (safe on zero-filled state) */
     memset(j->ks, 0, j->kt->state_size);
     fly_kernel_cfg kc = {
       .P = j->P, .L = c->isotropic ? NULL : b0->chol_cov, .eps0 = c->step,
