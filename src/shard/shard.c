@@ -131,6 +131,22 @@ static fly_rc open_shard(const char *path, const char *what, fly_db **pdb,
     return fly_fail(err, FLY_IO, "%s is missing: %s", what, strerror(errno));
   fly_rc rc = fly_db_open(path, FLY_DB_READONLY, pdb, err);
   if( rc == FLY_OK ) rc = fly_dataset_find(*pdb, NULL, &id, err);
+  if( rc != FLY_OK && rc != FLY_NOMEM ){
+    /* A process killed while writing the shard (a sharded run's
+     * checkpoint) leaves a hot journal that only a read-write connection
+     * rolls back: open it so once (it exists: nothing is created), then
+     * read-only again. */
+    fly_db *rw = NULL;
+    fly_err e2 = {0};
+    fly_db_close(*pdb);
+    *pdb = NULL;
+    if( fly_db_open(path, 0, &rw, &e2) == FLY_OK ){
+      fly_db_close(rw);
+      fly_err_clear(err);
+      rc = fly_db_open(path, FLY_DB_READONLY, pdb, err);
+      if( rc == FLY_OK ) rc = fly_dataset_find(*pdb, NULL, &id, err);
+    }
+  }
   if( rc == FLY_OK ) rc = fly_dataset_load(*pdb, id, pds, err);
   if( rc ){
     fly_err_prefix(err, "%s", what);

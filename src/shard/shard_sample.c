@@ -718,6 +718,14 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
   /* OpenBLAS's results depend on its thread count: one everywhere */
   openblas_set_num_threads(1);
   if( (rc = fly_comm_open(&j.c, err)) ) return rc;
+  /* rank 0 was perhaps killed in a commit: its read-write open recovers
+   * the manifest before any rank reads it read-only */
+  if( fly_comm_rank(j.c) == 0 ){
+    rc = fly_db_open(manifest_path, 0, &mdb, err);
+    fly_db_close(mdb);
+    mdb = NULL;
+  }
+  if( (rc = fly_comm_sync(j.c, rc, OTHER, err)) ) goto done;
 
   rc = fly_shard_paths(manifest_path, &paths, &S, &j.N, err);
   if( rc == FLY_OK ){
