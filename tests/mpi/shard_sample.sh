@@ -26,6 +26,15 @@ sig_resume() {
                             FROM iteration WHERE run_id = 1 ORDER BY chain, iter" | md5sum
 }
 
+# Wait (30 s at most) until the run in DIR/manifest.db has a checkpoint.
+wait_checkpoint() {
+  for _ in $(seq 600); do
+    n=$(sqlite3 "$1/manifest.db" "SELECT count(*) FROM checkpoint" 2>/dev/null || echo 0)
+    [ "${n:-0}" -gt 0 ] && return 0
+    sleep 0.05
+  done
+}
+
 "$flydb" ingest "$here/../../datasets/fmnist-pair/fmnist_pair.csv" --db fm.db --page-rows 61 2>/dev/null
 "$flydb" shard --db fm.db --shards 4 --out fm 2>/dev/null
 
@@ -103,11 +112,7 @@ for trial in 1 2; do
   run 2 "$flydb" sample --db k/manifest.db $iters >/dev/null 2>kill.err &
   job=$!
   # once the first checkpoint is in, wait a random while, then kill a random rank
-  for _ in $(seq 600); do
-    n=$(sqlite3 k/manifest.db "SELECT count(*) FROM checkpoint" 2>/dev/null || echo 0)
-    [ "${n:-0}" -gt 0 ] && break
-    sleep 0.05
-  done
+  wait_checkpoint k
   sleep "0.$((RANDOM % 10))"
   pids=$(pgrep -f "sample --db k/manifest.db" | while read -r p; do
            if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = flydb ]; then echo "$p"; fi
@@ -145,11 +150,7 @@ rm -rf i0 i1; cp -r fm i0; cp -r fm i1
 # shellcheck disable=SC2086
 "$flydb" sample --db i1/manifest.db $long 2>int.err &
 job=$!
-for _ in $(seq 600); do
-  n=$(sqlite3 i1/manifest.db "SELECT count(*) FROM checkpoint" 2>/dev/null || echo 0)
-  [ "${n:-0}" -gt 0 ] && break
-  sleep 0.05
-done
+wait_checkpoint i1
 kill -INT $job 2>/dev/null || true
 rc=0; wait $job || rc=$?
 if [ $rc = 0 ]; then
