@@ -26,11 +26,13 @@ FLYDB_PACKAGES=(build-essential meson ninja-build pkg-config libsqlite3-dev
 # fuzz runs; absent, they would be skipped), man-db (renders the generated
 # man pages), dpkg-dev, debhelper and lintian (the package test deb.sh),
 # zstd, xz-utils and R's haven (compressed and Stata/SPSS/SAS inputs,
-# ingest_sources.sh).
+# ingest_sources.sh), OpenMPI's headers and mpirun (-Dmpi=auto turns MPI on
+# when found; the tests in tests/mpi run ranks with mpirun).
 FLYDB_TEST_PACKAGES=(python3 r-base-core r-cran-posterior r-cran-coda r-cran-loo r-cran-rsqlite
                      r-cran-nnet r-cran-rstan r-cran-bayesplot python3-pandas
                      librsvg2-bin valgrind clang libclang-rt-14-dev
-                     man-db dpkg-dev debhelper lintian zstd xz-utils r-cran-haven)
+                     man-db dpkg-dev debhelper lintian zstd xz-utils r-cran-haven
+                     libopenmpi-dev openmpi-bin)
 # What tools/bench needs (and so the e2e test bench_smoke): R with ggplot2
 # (its `diamonds` data set, tools/make_diamonds.R) and data.table (fread, the
 # ingest baseline), rstan and posterior (Stan's NUTS, the baseline of the

@@ -21,6 +21,7 @@ int fly_cmd_export(int argc, char **argv);
 int fly_cmd_plot(int argc, char **argv);
 int fly_cmd_check(int argc, char **argv);
 int fly_cmd_version(int argc, char **argv);
+int fly_cmd_shard(int argc, char **argv);
 int fly_cmd_loo(int argc, char **argv);      /* loo.c, compare.c */
 int fly_cmd_ppc(int argc, char **argv);
 int fly_cmd_compare(int argc, char **argv);

@@ -30,6 +30,7 @@ static const subcmd cmds[] = {
   { "predict", fly_cmd_predict, "predictions of a run for new rows, with held-out scores" },
   { "plot",    fly_cmd_plot,    "trace, autocorrelation and density plots of a run (SVG)" },
   { "check",   fly_cmd_check,   "verify a database: SQLite, pages, statistics, bounds, runs" },
+  { "shard",   fly_cmd_shard,   "split a data set into shard databases with a manifest; assemble, verify" },
   { "version", fly_cmd_version, "versions of flydb, its schema and the libraries it runs with" },
   { NULL, NULL, NULL },
 };

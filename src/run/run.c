@@ -37,6 +37,7 @@
 #include "store/run.h"
 #include "store/summary.h"
 #include "store/trace.h"
+#include "shard/shard_sample.h"
 #include "tune/tune.h"
 #include "util/mem.h"
 
@@ -358,6 +359,9 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   double t0 = now();
   fly_rc rc;
 
+  /* a shard manifest: its ranks sample it (shard/shard_sample.h) */
+  if( fly_shard_path_is_manifest(db_path) )
+    return fly_shard_sample(db_path, c, resume_id, hooks, res, err);
   memset(ck, 0, sizeof ck);
   memset(&dout, 0, sizeof dout);
   /* The default that chooses (run/choose.h): nothing that steers the

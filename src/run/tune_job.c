@@ -2,10 +2,12 @@
  * tune_job.c -- tuning as a job of its own (`flydb tune`): the data set the
  * model reads (run/data.h), the model spec resolved against it, then the
  * bound set found or built
- * (tune/tune.h) and loaded.
+ * (tune/tune.h) and loaded; a shard manifest is tuned by its ranks
+ * (shard/shard_map.h).
  */
 #include "run/data.h"
 #include "run/run.h"
+#include "shard/shard_map.h"
 #include "store/dataset.h"
 #include "store/db.h"
 #include "tune/tune.h"
@@ -20,6 +22,7 @@ fly_rc fly_run_tune(fly_db *db, const char *data, const fly_model_spec *s,
   fly_rc rc;
   *pb = NULL;
   *usage = 0;
+  if( fly_shard_is_manifest(db) ) return fly_shard_tune_bounds(db, s, o, pb, err);
   if( (rc = fly_dataset_find(db, data, &ds, err)) ) return rc;
   if( (rc = fly_run_data(db, ds, s, &dout, usage, err)) ) return rc;
   if( dout.derived && hooks && hooks->message ){

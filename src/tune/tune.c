@@ -544,6 +544,7 @@ typedef struct build {
   int         force;
   int         max_iter;
   double      g_tol;
+  const fly_tune_given *given;  /* NULL: search the MAP and H here */
 } build;
 
 /* Pass (c): bound pages and moments for bound set id, in the caller's
@@ -712,6 +713,15 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   say(&sc, "data set %lld: %lld rows, %zu features, %lld pages; model %s "
       "(%s), tuning %s", (long long)ds, (long long)sc.n_rows, m->D,
       (long long)sc.n_pages, m->type->name, bd->mopts, bd->tuning);
+  if( bd->given ){
+    /* The MAP and H of the whole, found elsewhere: only the bounds here. */
+    memcpy(th, bd->given->theta, P * sizeof *th);
+    memset(&lr, 0, sizeof lr);
+    lr.f = -bd->given->logpost;
+    lr.iters = bd->given->iters;
+    lr.g_norm = bd->given->g_norm;
+    goto laplace;
+  }
   fly_lbfgs_opts_default(&lo);
   lo.m = TUNE_LBFGS_M;
   lo.g_tol = bd->g_tol;
@@ -748,6 +758,8 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
 
   /* (b) Laplace matrices. */
   if( (rc = hessian(&sc, th, H, err)) ) goto done;
+laplace:
+  if( bd->given ) memcpy(H, bd->given->H, P * P * sizeof *H);
   memcpy(L, H, P * P * sizeof *L);
   if( (info = chol_lower(L, P)) != 0 ){
     double big = 0;
@@ -897,6 +909,7 @@ fly_rc fly_tune_get(fly_db *db, int64_t dataset_id, const fly_model *m,
   bd.force = o->force;
   bd.max_iter = o->max_iter > 0 ? o->max_iter : TUNE_MAX_ITER;
   bd.g_tol = o->g_tol > 0 ? o->g_tol : TUNE_G_TOL;
+  bd.given = o->given;
 
   if( (rc = find_set(db, dataset_id, m->type->name, mopts, tuning, &id,
                      &ready, err)) ) return rc;

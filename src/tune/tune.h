@@ -30,6 +30,17 @@
 #include "store/db.h"
 #include "util/err.h"
 
+/* A MAP found elsewhere (for one shard of a data set: the MAP of all the
+ * shards, issue 28), for fly_tune_get to build the bounds at instead of
+ * searching this data set's own.  Borrowed for the call. */
+typedef struct fly_tune_given {
+  const double *theta;     /* n_params: the MAP */
+  const double *H;         /* n_params^2: -hess log posterior there */
+  double        logpost;   /* log posterior there (no constants) */
+  int           iters;     /* L-BFGS iterations that found it */
+  double        g_norm;    /* |grad| there */
+} fly_tune_given;
+
 typedef struct fly_tune_opts {
   const char *tuning;     /* "map" (NULL: "map"), "fixed" or "fixed=XI" */
   double      fixed_xi;   /* xi for "fixed" (default 1.5) */
@@ -38,6 +49,9 @@ typedef struct fly_tune_opts {
   int         max_iter;   /* L-BFGS iterations (default 500) */
   double      g_tol;      /* L-BFGS gradient tolerance relative to the
                              gradient at th = 0 (default 1e-9) */
+  const fly_tune_given *given; /* NULL (default): search the MAP; else
+                             build at this MAP and H without scanning for
+                             them (MAP tuning: xi and keys at it) */
 } fly_tune_opts;
 
 /* The defaults listed above. */
