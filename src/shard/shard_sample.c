@@ -761,6 +761,10 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
         (long long)j.S, fly_comm_size(j.c), now() - tt);
   }
   j.P = j.m.type->n_params(&j.m);
+  /* the bright floor of the whole data set (docs/design.md §20); each
+   * shard's chain adds its own rows' -N_k slack to the collapsed product */
+  if( c->bright_floor < 0 ) c->bright_floor = fly_run_bright_floor((int64_t)j.P, j.N);
+  j.m.slack = c->bright_floor > 0 ? -log1p(-c->bright_floor) : 0.0;
   j.kt = fly_kernel_type_of(c->kernel);
   j.pt = fly_alloc_array(n_own(&j), sizeof *j.pt);
   j.ks = j.kt ? fly_alloc_array(1, j.kt->state_size) : NULL;
