@@ -2,12 +2,12 @@
  * fuzz_csv_cells.c -- libFuzzer target for the CSV reader's cells mode
  * (fly_csv_next_cells), the path typed ingest reads.
  *
- * Input: the first byte picks the initial read-buffer size (1..64 bytes, or
- * REF_BUF when it is >= 64: fuzz_csv covers the 1 MiB default, whose
- * allocation would cost most of the time here), the rest is the file.
+ * Input: the first byte b picks the initial read-buffer size (b + 1 bytes,
+ * 1..256: fuzz_csv covers the 1 MiB default, whose allocation would cost
+ * most of the time here), the rest is the file.
  * Checked:
  *   - two readers in cells mode, with that buffer and with a REF_BUF one
- *     that holds any fuzz input whole, agree on everything (statuses, every
+ *     that holds the input whole, agree on everything (statuses, every
  *     cell's text bytes, number flag and value bits, positions, messages);
  *   - a third reader in numbers mode (fly_csv_next, with the REF_BUF buffer:
  *     fuzz_csv checks that mode at every boundary) agrees while it reads
@@ -143,14 +143,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   fly_rc ra, rb, rc;
 
   if( size == 0 ) return 0;
-  bufsize = data[0] < 64 ? (size_t)data[0] + 1 : REF_BUF;
+  bufsize = (size_t)data[0] + 1;
   data++;
   size--;
   write_input(data, size);
 
   ra = fly_csv_open_buf(tmp_path, bufsize, &a, &ea);
-  rb = fly_csv_open_buf(tmp_path, REF_BUF, &b, &eb);
-  rc = fly_csv_open_buf(tmp_path, REF_BUF, &c, &ec);
+  rb = fly_csv_open_buf(tmp_path, REF_BUF(size), &b, &eb);
+  rc = fly_csv_open_buf(tmp_path, REF_BUF(size), &c, &ec);
   CHECK(ra == rb && ra == rc);
   if( ra != FLY_OK ) return 0;    /* the header: fuzz_csv's business */
   n = fly_csv_ncols(a);

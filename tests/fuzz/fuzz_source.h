@@ -5,10 +5,14 @@
  *
  * The input is written to one temp file per process (with the format's
  * extension, in /dev/shm when writable, removed at exit), opened as a
- * source, and its text read twice, in 3-byte freads and in 64 KiB ones, up
- * to FUZZ_TEXT_MAX bytes (then the source is closed early, as an ingest
- * that fails does).  Properties checked, a failure aborting (a crash
- * for libFuzzer): the open fails with FLY_IO, FLY_CORRUPT or FLY_NOMEM and a
+ * source, and its text read twice, in 1021-byte freads and in 64 KiB ones,
+ * up to FUZZ_TEXT_MAX bytes (then the source is closed early, as an ingest
+ * that fails does).  The two reach the source differently: a fread smaller
+ * than the stream's buffer (glibc: 8 KiB for a cookie stream) becomes
+ * buffer-sized reads whatever its size (so 1021 bytes calls the source as
+ * 3 bytes would, with a 340th of the freads), a larger one is passed
+ * through.  Properties checked, a failure aborting (a crash for libFuzzer):
+ * the open fails with FLY_IO, FLY_CORRUPT or FLY_NOMEM and a
  * message starting with the path; on success the format is the expected
  * one; both reads give the same text, the same failure and the same
  * message, and a failure's message starts with the path; the text is never
@@ -131,7 +135,7 @@ static void fuzz_source_one(const uint8_t *data, size_t size, const char *ext,
 {
   const char *path = fuzz_write(data, size, ext);
   fuzz_text a, b;
-  int ra = fuzz_read(path, format, 3, &a);
+  int ra = fuzz_read(path, format, 1021, &a);
   int rb = fuzz_read(path, format, 65536, &b);
 
   CHECK(ra == rb);
