@@ -75,10 +75,11 @@ typedef struct fly_ingest_opts {
   /* Comma-separated cell texts that mean a missing value, besides the
    * empty cell and "NA" (NULL: none). */
   const char *na_strings;
-  /* Parse threads: 1 reads and parses on the calling thread; more parse
-   * chunks of records concurrently (io/chunks.h) while the calling thread
-   * stores them in file order, with the same pages, statistics, levels
-   * and first error as one thread.  0: fly_ingest_default_threads(). */
+  /* Parse threads: 1 reads, parses and stores on the calling thread;
+   * more parse chunks of records concurrently (io/chunks.h) and encode
+   * their pages, while the calling thread types them in file order and a
+   * reader thread reads, with the same pages, statistics, levels and
+   * first error as one thread.  0: fly_ingest_default_threads(). */
   int         threads;
 } fly_ingest_opts;
 

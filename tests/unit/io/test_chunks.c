@@ -138,7 +138,7 @@ static void threaded(const char *path, int threads, text *t)
   const fly_chunk *ch;
   fly_err err = {0};
   fly_rc rc = fly_csv_open(path, &hdr, &err);
-  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, &q, &err);
+  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, NULL, &q, &err);
   while( !rc && (rc = fly_chunks_next(q, &ch, &err)) == FLY_ROW ){
     size_t nc = fly_csv_ncols(hdr);
     for(size_t i = 0; i < ch->rows; i++) put_row(t, ch->cells + i * nc, nc, ch->lines[i]);
