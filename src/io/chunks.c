@@ -109,7 +109,8 @@ static void *reader_main(void *arg)
     for(;;){
       if( len == cap ){                   /* no boundary yet: grow */
         size_t nc = cap ? 2 * cap : FLY_CHUNK_BYTES;
-        char *b = nc < SIZE_MAX / 4 ? fly_realloc_array(buf, nc + 1, 1) : NULL;
+        char *b = nc < SIZE_MAX / 4
+                ? fly_realloc_array(buf, nc + 1 + FLY_CSV_PAD, 1) : NULL;
         if( !b ){
           rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory for "
                         "a record of over %zu bytes", fly_csv_path(q->csv),
@@ -145,7 +146,7 @@ static void *reader_main(void *arg)
       break;
     }
     size_t tail = len - cut, nc = tail < FLY_CHUNK_BYTES ? FLY_CHUNK_BYTES : 2 * tail;
-    char *next = eof ? NULL : fly_alloc_array(nc + 1, 1);
+    char *next = eof ? NULL : fly_alloc_array(nc + 1 + FLY_CSV_PAD, 1);
     int64_t l0 = line;
     if( !eof && !next ){
       s->out.rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory "

@@ -111,7 +111,7 @@ static void emulate(const char *path, size_t bs, text *t, int *n_chunks)
     len += got;
     if( got < bs ) cut = len;
     if( cut ){
-      char *buf = fly_alloc_array(cut + 1, 1), *rest;
+      char *buf = fly_alloc_array(cut + 1 + FLY_CSV_PAD, 1), *rest;
       memcpy(buf, pend, cut);
       rest = fly_alloc_array(len - cut + bs + 1, 1);
       memcpy(rest, pend + cut, len - cut);
