@@ -527,9 +527,9 @@ typedef struct rowput {
   fly_csv               *csv;       /* the header's reader: path, names */
   const fly_ingest_opts *o;
   tcol                  *tc;        /* ncsv */
-  const size_t          *src;       /* stored column j <- CSV column src[j] */
   size_t                 ncsv, width;
-  double                *rec, *row; /* ncsv, width: scratch */
+  const size_t          *pos;       /* CSV column j -> stored column pos[j] */
+  double                *row;       /* width: scratch */
   fly_dataset_stats     *stats;
   fly_pagewriter        *pw;
   int                    plain;     /* a settled number is its value */
@@ -541,17 +541,16 @@ static fly_rc type_row(rowput *x, const fly_csv_cell *cells, int64_t line,
                        int64_t n, double *row, fly_err *err)
 {
   fly_rc rc;
+  if( x->o->intercept ) row[0] = 1.0;
   for(size_t j = 0; j < x->ncsv; j++){
     const fly_csv_cell *c = &cells[j];
     const tcol *t = &x->tc[j];
+    double *v = &row[x->pos[j]];
     if( x->plain && c->num && !t->cat && !t->track )
-      x->rec[j] = c->v;                     /* a numeric column, settled */
-    else if( (rc = typed_value(x->csv, x->o, &x->tc[j], j, c, n, line,
-                               &x->rec[j], err)) )
+      *v = c->v;                            /* a numeric column, settled */
+    else if( (rc = typed_value(x->csv, x->o, &x->tc[j], j, c, n, line, v, err)) )
       return rc;
   }
-  for(size_t j = 0; j < x->width; j++)
-    row[j] = x->src[j] == (size_t)-1 ? 1.0 : x->rec[x->src[j]];
   return FLY_OK;
 }
 
@@ -761,7 +760,8 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   fly_rc rc = FLY_OK;
   size_t ncsv = fly_csv_ncols(csv), tcol_ = ncsv - 1, width = 0, k;
   size_t *src = NULL;          /* stored column j <- CSV column src[j] */
-  double *rec = NULL, *row = NULL;
+  size_t *pos = NULL;          /* CSV column j -> stored column pos[j] */
+  double *row = NULL;
   fly_csv_cell *cells = NULL;
   tcol *tc = NULL;
   const char **labels = NULL;
@@ -800,12 +800,12 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                                                     &page_rows, err)) )
     goto done;
   src = fly_alloc_array(width, sizeof *src);
-  rec = fly_alloc_array(ncsv, sizeof *rec);
+  pos = fly_alloc_array(ncsv, sizeof *pos);
   row = fly_alloc_array(width, sizeof *row);
   cols = fly_alloc_array(width, sizeof *cols);
   cells = fly_alloc_array(ncsv, sizeof *cells);
   tc = fly_alloc_array(ncsv, sizeof *tc);
-  if( !src || !rec || !row || !cols || !cells || !tc ){
+  if( !src || !pos || !row || !cols || !cells || !tc ){
     rc = fly_fail(err, FLY_NOMEM, "ingest");
     goto done;
   }
@@ -815,6 +815,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   if( o->intercept ) src[k++] = (size_t)-1;
   for(size_t j = 0; j < ncsv; j++) if( j != tcol_ ) src[k++] = j;
   src[k++] = tcol_;
+  for(size_t j = 0; j < width; j++) if( src[j] != (size_t)-1 ) pos[src[j]] = j;
   for(size_t j = 0; j < width; j++){
     int is_icpt = src[j] == (size_t)-1;
     cols[j].idx = (int64_t)j;
@@ -830,7 +831,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                            &pw, err);
   if( rc ) goto done;
 
-  rowput rp = { csv, o, tc, src, ncsv, width, rec, row, stats, pw,
+  rowput rp = { csv, o, tc, ncsv, width, pos, row, stats, pw,
                 /* A number needs no more than its value: f64, and no
                  * number can be an --na-strings text. */
                 o->prec == FLY_PREC_F64 && !o->na_strings };
@@ -890,7 +891,7 @@ done:
   fly_free(labels);
   fly_free(lcounts);
   fly_free(src);
-  fly_free(rec);
+  fly_free(pos);
   fly_free(row);
   fly_free(cols);
   return rc;
