@@ -463,7 +463,10 @@ static int num_of(fly_csv *c, const fld *f, double *out, char **pa, char **pb)
     *out = v;
     return NUM_OK;
   }
-  if( (unsigned char)*a > ' ' ){            /* strtod would skip \v \f \n */
+  /* strtod would skip \v \f \n; and in the C locale a number starts with
+   * a sign, a digit, a point, or inf / nan in any case: a label that
+   * starts otherwise ("Fair", "c3") is no number without asking. */
+  if( (unsigned char)*a > ' ' && strchr("0123456789+-.iInN", *a) ){
     errno = 0;
     v = strtod(a, &qe);
     if( qe == b ){
