@@ -466,7 +466,9 @@ static int num_of(fly_csv *c, const fld *f, double *out, char **pa, char **pb)
   /* strtod would skip \v \f \n; and in the C locale a number starts with
    * a sign, a digit, a point, or inf / nan in any case: a label that
    * starts otherwise ("Fair", "c3") is no number without asking. */
-  if( (unsigned char)*a > ' ' && strchr("0123456789+-.iInN", *a) ){
+  if( (unsigned char)*a > ' ' && (IS_DIGIT(*a) || *a == '+' || *a == '-'
+                                   || *a == '.' || (*a | 0x20) == 'i'
+                                   || (*a | 0x20) == 'n') ){
     errno = 0;
     v = strtod(a, &qe);
     if( qe == b ){
