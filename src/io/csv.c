@@ -429,6 +429,18 @@ static fly_rc field(fly_csv *c, const char **pp, int64_t *pl, size_t col,
 /* What a cell's text is as a number. */
 enum { NUM_OK, NUM_EMPTY, NUM_NOT, NUM_NONFINITE, NUM_OVERFLOW, NUM_NOMEM };
 
+/* Can strtod read a number from text starting with ch (after blanks)?  It
+ * would skip \v \f \n first, which a cell never does; in the C locale a
+ * number starts with a sign, a digit, a point, or inf / nan in any case,
+ * so a label starting otherwise ("Fair", "c3") is no number without
+ * asking. */
+static int may_start_num(char ch)
+{
+  return (unsigned char)ch > ' ' && (IS_DIGIT(ch) || ch == '+' || ch == '-'
+                                     || ch == '.' || (ch | 0x20) == 'i'
+                                     || (ch | 0x20) == 'n');
+}
+
 /* Convert the text of a located field (quotes undone, blanks trimmed) with
  * strtod semantics into *out.  *pa, *pb: the trimmed text in c->tmp, for
  * messages.  Returns NUM_OK or why not. */
@@ -463,12 +475,7 @@ static int num_of(fly_csv *c, const fld *f, double *out, char **pa, char **pb)
     *out = v;
     return NUM_OK;
   }
-  /* strtod would skip \v \f \n; and in the C locale a number starts with
-   * a sign, a digit, a point, or inf / nan in any case: a label that
-   * starts otherwise ("Fair", "c3") is no number without asking. */
-  if( (unsigned char)*a > ' ' && (IS_DIGIT(*a) || *a == '+' || *a == '-'
-                                   || *a == '.' || (*a | 0x20) == 'i'
-                                   || (*a | 0x20) == 'n') ){
+  if( may_start_num(*a) ){
     errno = 0;
     v = strtod(a, &qe);
     if( qe == b ){
@@ -542,6 +549,15 @@ static fly_rc text_cell(fly_csv *c, const fld *f, int64_t line, size_t col,
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: NUL byte in a cell",
                     c->path, (long long)line, col);
   cl->quoted = f->quoted;
+  {                                         /* a label: no number to try */
+    const char *q = cl->s, *e = cl->s + cl->n;
+    while( q < e && IS_BLANK(*q) ) q++;
+    if( q < e && !may_start_num(*q) ){
+      cl->num = 0;
+      cl->v = NAN;
+      return FLY_OK;
+    }
+  }
   r = num_of(c, f, &cl->v, &a, &b);
   if( r == NUM_NOMEM )
     return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for a "
