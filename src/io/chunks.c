@@ -16,9 +16,10 @@
  * reader may refill its slot with chunk k + nslots.  Without a stage
  * n_commit == n_work == n_taken.  At most one worker commits at a time
  * (committing), and it commits chunk n_commit only once it is WORKED, so
- * commits run in file order whatever order the work finished in.  The reader's pending buffer holds the bytes after the last
- * boundary cut, all of them scanned for quotes (inq: the state after
- * them), none of them a boundary.  Start lines: the header reader's next
+ * commits run in file order whatever order the work finished in.  The
+ * reader's pending buffer holds the bytes after the last boundary cut,
+ * all of them scanned for quotes (inq: the state after them), none of
+ * them a boundary.  Start lines: the header reader's next
  * line plus the line ends (fly_csv_count_lines) of every chunk before.
  *
  * Cost.  The reader copies only the tail of a block past its last boundary
