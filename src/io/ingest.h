@@ -4,11 +4,11 @@
  * Streaming: one CSV record and one page of rows are in memory at a time,
  * whatever the input size; with parse threads (fly_ingest_opts.threads),
  * also at most 2 * threads + 2 chunks of about 1 MiB of input each
- * (io/chunks.h), each with its cells, typed rows and encoded pages.  The rows, pages, statistics, levels and errors do not
- * depend on the number of threads.  Stored row layout: [1 (intercept)] features...
- * target (see store/dataset.h); column statistics are computed on the
- * values as stored (after f32 rounding), since those are what the models
- * see.
+ * (io/chunks.h), each with its cells, typed rows and encoded pages.  The
+ * rows, pages, statistics, levels and errors do not depend on the number
+ * of threads.  Stored row layout: [1 (intercept)] features... target (see
+ * store/dataset.h); column statistics are computed on the values as
+ * stored (after f32 rounding), since those are what the models see.
  *
  * All or nothing: into an existing database the whole ingest is one
  * transaction, so a failure (a bad cell on line 9,000,000, a full disk, an
