@@ -714,11 +714,12 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
         if( (rs = fly_chunks_finish(q, err)) ) rc = rs;
         goto done;
       }
-      fly_dataset_stats_add(x->stats, row, 1);
       if( (k + 1) % ps.page_rows == 0 ) b->last_line[k / ps.page_rows] = line;
       if( ((n + 1) & 4095) == 0 && o->progress )
         o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
     }
+    /* the rows typed (all of them unless the ingest is failing) */
+    fly_dataset_stats_add(x->stats, b->rows + n_carry * width, i);
     b->n_pages = k / ps.page_rows;
     n_carry = k % ps.page_rows;
     memcpy(carry, b->rows + b->n_pages * ps.page_rows * width,
