@@ -70,8 +70,10 @@ int fly_cmd_ingest(int argc, char **argv)
                                 "number is an error", 0, 0 },
     { "na-strings", FLY_OPT_VALUE, "S,S...: cell texts meaning a missing value, besides "
                                    "the empty cell and NA (e.g. '.,NULL')", 0, 0 },
-    { "threads", FLY_OPT_VALUE, "parse threads (default: the processors, at most 8; "
-                                "1: no threads); the data set is the same whatever the number", 0, 0 },
+    { "threads", FLY_OPT_VALUE, "threads that parse and compress, beside a reader and "
+                                "the typing thread (default: the processors, at most 8; "
+                                "1: all on one thread); the data set is the same whatever "
+                                "the number", 0, 0 },
     { "from", FLY_OPT_VALUE, "SQLite database to read --query from (opened read-only), "
                              "instead of FILE", 0, 0 },
     { "query", FLY_OPT_VALUE, "SQL query on the --from database: its result is the data", 0, 0 },

@@ -4,16 +4,22 @@
  * Concept.  A ring of nslots slots; chunk k lives in slot k % nslots and
  * goes FREE -> READ (reader: bytes cut at a record boundary, start line
  * known) -> PARSING -> PARSED (a worker: cells and lines, or an error) ->
- * FREE (the caller is done with it).  One mutex and one condition variable
- * guard the states and the counters; a chunk is a megabyte, so the lock is
- * taken a few times per megabyte.
+ * taken by the caller -> FREE when handed back; with an after-stage, ->
+ * BACK -> WORKING -> WORKED (a worker ran `work`) -> FREE once committed
+ * (a worker ran `commit`, in file order).  One mutex and one condition
+ * variable guard the states and the counters; a chunk is a megabyte, so
+ * the lock is taken a few times per megabyte.
  *
- * Invariants.  n_taken <= n_parse <= n_read <= n_taken + nslots: the
- * reader fills slot n_read % nslots only when it is FREE, the caller
- * frees chunk k before the reader may refill its slot with chunk k +
- * nslots.  The reader's pending buffer holds the bytes after the last
- * boundary cut, all of them scanned for quotes (inq: the state after
- * them), none of them a boundary.  Start lines: the header reader's next
+ * Invariants.  n_commit <= n_work <= n_taken <= n_parse <= n_read <=
+ * n_commit + nslots: the reader fills slot n_read % nslots only when it
+ * is FREE, and chunk k is freed (handed back, or committed) before the
+ * reader may refill its slot with chunk k + nslots.  Without a stage
+ * n_commit == n_work == n_taken.  At most one worker commits at a time
+ * (committing), and it commits chunk n_commit only once it is WORKED, so
+ * commits run in file order whatever order the work finished in.  The
+ * reader's pending buffer holds the bytes after the last boundary cut,
+ * all of them scanned for quotes (inq: the state after them), none of
+ * them a boundary.  Start lines: the header reader's next
  * line plus the line ends (fly_csv_count_lines) of every chunk before.
  *
  * Cost.  The reader copies only the tail of a block past its last boundary
@@ -30,7 +36,7 @@
 
 #include "util/mem.h"
 
-enum { S_FREE, S_READ, S_PARSING, S_PARSED };
+enum { S_FREE, S_READ, S_PARSING, S_PARSED, S_BACK, S_WORKING, S_WORKED };
 
 typedef struct slot {
   int           state;
@@ -49,7 +55,13 @@ struct fly_chunks {
   slot         *slots;
   pthread_mutex_t mu;
   pthread_cond_t  cv;
-  int64_t       n_read, n_parse, n_taken;
+  int64_t       n_read, n_parse, n_taken, n_work, n_commit;
+  fly_chunks_stage stage;   /* work NULL: none */
+  int           committing; /* a worker is committing chunk n_commit */
+  int64_t       fail_k;     /* failed: the chunk of the first failure */
+  int           failed;
+  fly_rc        fail_rc;
+  fly_err       fail_err;
   int           read_done;  /* n_read is final */
   int           reader_done; /* the reader thread is about to return */
   int           stop;
@@ -98,7 +110,8 @@ static void *reader_main(void *arg)
     for(;;){
       if( len == cap ){                   /* no boundary yet: grow */
         size_t nc = cap ? 2 * cap : FLY_CHUNK_BYTES;
-        char *b = nc < SIZE_MAX / 4 ? fly_realloc_array(buf, nc + 1, 1) : NULL;
+        char *b = nc < SIZE_MAX / 4
+                ? fly_realloc_array(buf, nc + 1 + FLY_CSV_PAD, 1) : NULL;
         if( !b ){
           rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory for "
                         "a record of over %zu bytes", fly_csv_path(q->csv),
@@ -134,7 +147,7 @@ static void *reader_main(void *arg)
       break;
     }
     size_t tail = len - cut, nc = tail < FLY_CHUNK_BYTES ? FLY_CHUNK_BYTES : 2 * tail;
-    char *next = eof ? NULL : fly_alloc_array(nc + 1, 1);
+    char *next = eof ? NULL : fly_alloc_array(nc + 1 + FLY_CSV_PAD, 1);
     int64_t l0 = line;
     if( !eof && !next ){
       s->out.rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory "
@@ -194,28 +207,89 @@ static void parse(fly_chunks *q, slot *s)
   s->out.rows = rows;
 }
 
+/* The stage's failure rc (err) on chunk k, if it is the first in file
+ * order.  Under the lock. */
+static void stage_fail(fly_chunks *q, int64_t k, fly_rc rc, const fly_err *e)
+{
+  if( !q->failed || k < q->fail_k ){
+    q->failed = 1;
+    q->fail_k = k;
+    q->fail_rc = rc;
+    q->fail_err = *e;
+  }
+  pthread_cond_broadcast(&q->cv);
+}
+
+/* Run the stage's work on chunk n_work, then commit whatever is next in
+ * file order and worked, unless another worker is committing.  Under the
+ * lock (released while the stage runs). */
+static void stage_run(fly_chunks *q)
+{
+  int64_t k = q->n_work++;
+  slot *s = slot_of(q, k);
+  fly_err e = {0};
+  fly_rc rc;
+
+  s->state = S_WORKING;
+  pthread_mutex_unlock(&q->mu);
+  rc = q->stage.work(q->stage.ctx, (size_t)k % q->nslots, &e);
+  pthread_mutex_lock(&q->mu);
+  if( rc ) stage_fail(q, k, rc, &e);
+  s->state = S_WORKED;
+  while( !q->committing && !q->failed && q->n_commit < q->n_work
+         && (s = slot_of(q, q->n_commit))->state == S_WORKED ){
+    k = q->n_commit;
+    q->committing = 1;
+    pthread_mutex_unlock(&q->mu);
+    rc = q->stage.commit(q->stage.ctx, (size_t)k % q->nslots, &e);
+    pthread_mutex_lock(&q->mu);
+    q->committing = 0;
+    if( rc ){
+      stage_fail(q, k, rc, &e);
+      break;
+    }
+    s->state = S_FREE;
+    q->n_commit++;
+  }
+  pthread_cond_broadcast(&q->cv);
+}
+
+/* A worker: the stage's chunks first (they hold slots the reader waits
+ * for), then parsing, until stopped. */
 static void *worker_main(void *arg)
 {
   fly_chunks *q = arg;
   pthread_mutex_lock(&q->mu);
   for(;;){
-    while( !q->stop && q->n_parse == q->n_read && !q->read_done )
-      pthread_cond_wait(&q->cv, &q->mu);
-    if( q->stop || q->n_parse == q->n_read ) break;
-    slot *s = slot_of(q, q->n_parse++);
-    s->state = S_PARSING;
-    pthread_mutex_unlock(&q->mu);
-    parse(q, s);
-    pthread_mutex_lock(&q->mu);
-    s->state = S_PARSED;
-    pthread_cond_broadcast(&q->cv);
+    if( q->stop ) break;
+    if( q->stage.work && !q->failed && q->n_work < q->n_taken ){
+      stage_run(q);
+      continue;
+    }
+    if( q->n_parse < q->n_read ){
+      slot *s = slot_of(q, q->n_parse++);
+      s->state = S_PARSING;
+      pthread_mutex_unlock(&q->mu);
+      parse(q, s);
+      pthread_mutex_lock(&q->mu);
+      s->state = S_PARSED;
+      pthread_cond_broadcast(&q->cv);
+      continue;
+    }
+    pthread_cond_wait(&q->cv, &q->mu);
   }
   pthread_mutex_unlock(&q->mu);
   return NULL;
 }
 
+size_t fly_chunks_slots(int threads)
+{
+  return 2 * (size_t)(threads < 1 ? 1 : threads) + 2;
+}
+
 fly_rc fly_chunks_start(fly_csv *csv, int threads,
                         const volatile sig_atomic_t *interrupt,
+                        const fly_chunks_stage *stage,
                         fly_chunks **pq, fly_err *err)
 {
   fly_chunks *q = NULL;
@@ -229,7 +303,8 @@ fly_rc fly_chunks_start(fly_csv *csv, int threads,
   q->csv = csv;
   q->interrupt = interrupt;
   q->ncols = fly_csv_ncols(csv);
-  q->nslots = 2 * (size_t)threads + 2;
+  q->nslots = fly_chunks_slots(threads);
+  if( stage ) q->stage = *stage;
   q->slots = fly_alloc_array(q->nslots, sizeof *q->slots);
   q->workers = fly_alloc_array((size_t)threads, sizeof *q->workers);
   if( !q->slots || !q->workers ){
@@ -257,22 +332,52 @@ fly_rc fly_chunks_start(fly_csv *csv, int threads,
   return FLY_OK;
 }
 
+/* Hand back the chunk the caller holds, if any.  Under the lock. */
+static void hand_back(fly_chunks *q)
+{
+  if( !q->held ) return;
+  slot *s = slot_of(q, q->n_taken);
+  fly_csv_close(s->c);
+  s->c = NULL;
+  if( q->stage.work ){
+    s->state = S_BACK;
+  }else{
+    s->state = S_FREE;
+    q->n_work++;
+    q->n_commit++;
+  }
+  q->n_taken++;
+  q->held = 0;
+  pthread_cond_broadcast(&q->cv);
+}
+
+/* Wait on q->cv for at most 50 ms.  Under the lock. */
+static void wait_a_while(fly_chunks *q)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 50 * 1000 * 1000;
+  if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
+  pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+}
+
+/* The stage's first failure as rc and *err, unlocking.  Under the lock. */
+static fly_rc failure(fly_chunks *q, fly_err *err)
+{
+  fly_rc rc = q->fail_rc;
+  if( err ) *err = q->fail_err;
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
 fly_rc fly_chunks_next(fly_chunks *q, const fly_chunk **ch, fly_err *err)
 {
   slot *s;
   pthread_mutex_lock(&q->mu);
-  if( q->held ){
-    s = slot_of(q, q->n_taken);
-    fly_csv_close(s->c);
-    s->c = NULL;
-    s->state = S_FREE;
-    q->n_taken++;
-    q->held = 0;
-    pthread_cond_broadcast(&q->cv);
-  }
+  hand_back(q);
   s = slot_of(q, q->n_taken);
   while( !(q->n_taken < q->n_read && s->state == S_PARSED) ){
-    struct timespec ts;
+    if( q->failed ) return failure(q, err);
     if( q->read_done && q->n_taken == q->n_read ){
       pthread_mutex_unlock(&q->mu);
       return FLY_DONE;
@@ -281,15 +386,23 @@ fly_rc fly_chunks_next(fly_chunks *q, const fly_chunk **ch, fly_err *err)
       pthread_mutex_unlock(&q->mu);
       return fly_fail(err, FLY_IO, "%s: interrupted", fly_csv_path(q->csv));
     }
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000 * 1000;
-    if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
-    pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+    wait_a_while(q);
   }
+  if( q->failed ) return failure(q, err);
   q->held = 1;
   pthread_mutex_unlock(&q->mu);
+  s->out.slot = (size_t)(q->n_taken % (int64_t)q->nslots);
   *ch = &s->out;
   return FLY_ROW;
+}
+
+fly_rc fly_chunks_finish(fly_chunks *q, fly_err *err)
+{
+  pthread_mutex_lock(&q->mu);
+  while( !q->failed && q->n_commit < q->n_taken ) wait_a_while(q);
+  if( q->failed ) return failure(q, err);
+  pthread_mutex_unlock(&q->mu);
+  return FLY_OK;
 }
 
 void fly_chunks_stop(fly_chunks *q)
@@ -305,7 +418,6 @@ void fly_chunks_stop(fly_chunks *q)
      * missed the first one). */
     pthread_mutex_lock(&q->mu);
     while( !q->reader_done ){
-      struct timespec ts;
       sig_atomic_t sig = q->interrupt ? *q->interrupt : 0;
       struct sigaction sa;
       if( sig > 0 && sig < NSIG && sigaction((int)sig, NULL, &sa) == 0
@@ -315,10 +427,7 @@ void fly_chunks_stop(fly_chunks *q)
         pthread_kill(q->reader, (int)sig);
         pthread_mutex_lock(&q->mu);
       }
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 50 * 1000 * 1000;
-      if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
-      pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+      wait_a_while(q);
     }
     pthread_mutex_unlock(&q->mu);
     pthread_join(q->reader, NULL);

@@ -6,7 +6,12 @@
  * number is converted while it is scanned (Clinger's fast path: at most 19
  * significant digits whose value m <= 2^53 and a power of ten 10^e with
  * |e| <= 22 are both exact doubles, so one IEEE multiply or divide gives the
- * correctly rounded result, bit for bit what strtod returns).  A plain
+ * correctly rounded result, bit for bit what strtod returns).  In the read
+ * buffer, a number's integer and fraction digits are each taken 8 bytes at
+ * a time (SWAR: the run of digits found by a mask, converted by three
+ * multiplies), which gives the same m and e as a digit loop without its
+ * branches; the buffer has FLY_CSV_PAD bytes after its sentinel for
+ * that.  A plain
  * decimal outside that range (e.g. 17 significant digits) goes to strtod in
  * place.  Anything else -- quotes, a lone CR, an error -- falls back to a
  * general path that isolates the field, undoes the quoting and calls strtod.
@@ -68,7 +73,7 @@ struct fly_csv {
   int       own;        /* 1: close f (not stdin) */
   int       eof;        /* f has no more bytes */
   char     *path;       /* display name, owned */
-  char     *buf;        /* cap + 1 bytes, buf[end] == 0 */
+  char     *buf;        /* cap + 1 + FLY_CSV_PAD bytes, buf[end] == 0 */
   size_t    cap;        /* buffer capacity, bytes */
   size_t    pos;        /* start of the next record in buf */
   size_t    end;        /* bytes held in buf */
@@ -114,6 +119,40 @@ static const unsigned char stop[256] = {
 #define IS_DIGIT(ch) ((unsigned)((ch) - '0') < 10u)
 #define IS_BLANK(ch) ((ch) == ' ' || (ch) == '\t')
 
+/* The value of m * 10^e10 (m exact, -m when neg) into *out: 1 when
+ * Clinger's fast path gives it exactly, 2 when it needs strtod. */
+static int clinger(uint64_t m, int64_t e10, int neg, double *out)
+{
+  if( m == 0 ){ *out = neg ? -0.0 : 0.0; return 1; }
+  if( !FAST_EXACT || m > ((uint64_t)1 << 53) || e10 < -22 || e10 > 22 )
+    return 2;
+  double v = (double)m;
+  v = e10 < 0 ? v / p10[-e10] : v * p10[e10];
+  *out = neg ? -v : v;
+  return 1;
+}
+
+/* An exponent  (e|E) [+-] digits  at *ps, if any, added to *e10 (*ps past
+ * it).  0 when an 'e' has no digits after it. */
+static int exponent(const char **ps, int64_t *e10)
+{
+  const char *t = *ps;
+  int64_t x = 0;
+  int eneg = 0;
+  if( *t != 'e' && *t != 'E' ) return 1;
+  t++;
+  if( *t == '-' ){ eneg = 1; t++; }
+  else if( *t == '+' ) t++;
+  if( !IS_DIGIT(*t) ) return 0;
+  while( IS_DIGIT(*t) ){
+    if( x < 100000 ) x = x*10 + (*t - '0');
+    t++;
+  }
+  *e10 += eneg ? -x : x;
+  *ps = t;
+  return 1;
+}
+
 /* Parse a plain decimal  [+-] digits [. digits] [(e|E) [+-] digits]  (at
  * least one mantissa digit) at p.  Returns 1 with *out when the value is
  * exact by Clinger's fast path, 2 when the syntax is plain but the value
@@ -148,32 +187,61 @@ static int fast_num(const char *p, const char **endp, double *out)
     e10 -= s - g;
     nd += (size_t)(s - f);
   }
-  if( nd == 0 ) return 0;
-  if( *s == 'e' || *s == 'E' ){
-    const char *t = s + 1;
-    int64_t x = 0;
-    int eneg = 0;
-    if( *t == '-' ){ eneg = 1; t++; }
-    else if( *t == '+' ) t++;
-    if( !IS_DIGIT(*t) ) return 0;
-    while( IS_DIGIT(*t) ){
-      if( x < 100000 ) x = x*10 + (*t - '0');
-      t++;
-    }
-    e10 += eneg ? -x : x;
-    s = t;
-  }
+  if( nd == 0 || !exponent(&s, &e10) ) return 0;
   *endp = s;
   if( nsig > 19 ) return 2;                 /* m wrapped */
-  if( m == 0 ){ *out = neg ? -0.0 : 0.0; return 1; }
-  if( !FAST_EXACT || m > ((uint64_t)1 << 53) || e10 < -22 || e10 > 22 )
-    return 2;
-  {
-    double v = (double)m;
-    v = e10 < 0 ? v / p10[-e10] : v * p10[e10];
-    *out = neg ? -v : v;
+  return clinger(m, e10, neg, out);
+}
+
+/* The digits leading the 8 bytes at s: how many (0..8), *val their value.
+ * Byte b is a digit when b ^ '0' < 10: the high bit of ((x & 0x7f) + 0x76)
+ * | x, per byte without carries. */
+static unsigned digits8(const char *s, uint64_t *val)
+{
+  uint64_t x, nd;
+  unsigned n;
+  memcpy(&x, s, sizeof x);
+  x ^= UINT64_C(0x3030303030303030);
+  nd = (((x & UINT64_C(0x7F7F7F7F7F7F7F7F)) + UINT64_C(0x7676767676767676)) | x)
+       & UINT64_C(0x8080808080808080);
+  n = nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;
+  if( n == 0 ){ *val = 0; return 0; }
+  x <<= 8 * (8 - n);                        /* the digits high, zeros low */
+  x = x * 10 + (x >> 8);                    /* pairs */
+  x = (((x & UINT64_C(0x000000FF000000FF)) * UINT64_C(0x000F424000000064))
+       + (((x >> 16) & UINT64_C(0x000000FF000000FF))
+          * UINT64_C(0x0000271000000001))) >> 32;
+  *val = x & 0xFFFFFFFFu;
+  return n;
+}
+
+/* fast_num for p in the read buffer (FLY_CSV_PAD bytes readable past the
+ * sentinel): integer and fraction parts of up to 7 digits each by
+ * digits8, the same m and e10 as the digit loop, so the same result;
+ * longer ones by fast_num. */
+static int fast_num_buf(const char *p, const char **endp, double *out)
+{
+  static const uint64_t pow10i[8] = { 1, 10, 100, 1000, 10000, 100000,
+                                      1000000, 10000000 };
+  const char *s = p;
+  uint64_t m, f;
+  unsigned ni, nf = 0;
+  int64_t e10 = 0;
+  int neg = 0;
+
+  if( *s == '-' ){ neg = 1; s++; }
+  else if( *s == '+' ) s++;
+  if( (ni = digits8(s, &m)) == 8 ) return fast_num(p, endp, out);
+  s += ni;
+  if( *s == '.' ){
+    if( (nf = digits8(++s, &f)) == 8 ) return fast_num(p, endp, out);
+    s += nf;
+    m = m * pow10i[nf] + f;
+    e10 = -(int64_t)nf;
   }
-  return 1;
+  if( ni + nf == 0 || !exponent(&s, &e10) ) return 0;
+  *endp = s;
+  return clinger(m, e10, neg, out);
 }
 
 /* Lines started inside [s, e): LF, CRLF and a lone CR each end one. */
@@ -234,7 +302,7 @@ static fly_rc refill(fly_csv *c, fly_err *err)
   if( c->end == c->cap ){
     size_t cap = c->cap * 2;
     char *b = c->cap < (SIZE_MAX - 1)/2
-            ? fly_realloc_array(c->buf, cap + 1, 1) : NULL;
+            ? fly_realloc_array(c->buf, cap + 1 + FLY_CSV_PAD, 1) : NULL;
     if( !b )
       return fly_fail(err, FLY_NOMEM,
                       "%s:%lld: out of memory growing the read buffer past "
@@ -361,6 +429,18 @@ static fly_rc field(fly_csv *c, const char **pp, int64_t *pl, size_t col,
 /* What a cell's text is as a number. */
 enum { NUM_OK, NUM_EMPTY, NUM_NOT, NUM_NONFINITE, NUM_OVERFLOW, NUM_NOMEM };
 
+/* Can strtod read a number from text starting with ch (after blanks)?  It
+ * would skip \v \f \n first, which a cell never does; in the C locale a
+ * number starts with a sign, a digit, a point, or inf / nan in any case,
+ * so a label starting otherwise ("Fair", "c3") is no number without
+ * asking. */
+static int may_start_num(char ch)
+{
+  return (unsigned char)ch > ' ' && (IS_DIGIT(ch) || ch == '+' || ch == '-'
+                                     || ch == '.' || (ch | 0x20) == 'i'
+                                     || (ch | 0x20) == 'n');
+}
+
 /* Convert the text of a located field (quotes undone, blanks trimmed) with
  * strtod semantics into *out.  *pa, *pb: the trimmed text in c->tmp, for
  * messages.  Returns NUM_OK or why not. */
@@ -395,7 +475,7 @@ static int num_of(fly_csv *c, const fld *f, double *out, char **pa, char **pb)
     *out = v;
     return NUM_OK;
   }
-  if( (unsigned char)*a > ' ' ){            /* strtod would skip \v \f \n */
+  if( may_start_num(*a) ){
     errno = 0;
     v = strtod(a, &qe);
     if( qe == b ){
@@ -469,6 +549,15 @@ static fly_rc text_cell(fly_csv *c, const fld *f, int64_t line, size_t col,
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: NUL byte in a cell",
                     c->path, (long long)line, col);
   cl->quoted = f->quoted;
+  {                                         /* a label: no number to try */
+    const char *q = cl->s, *e = cl->s + cl->n;
+    while( q < e && IS_BLANK(*q) ) q++;
+    if( q < e && !may_start_num(*q) ){
+      cl->num = 0;
+      cl->v = NAN;
+      return FLY_OK;
+    }
+  }
   r = num_of(c, f, &cl->v, &a, &b);
   if( r == NUM_NOMEM )
     return fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: out of memory for a "
@@ -519,7 +608,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
     int term, r;
 
     while( IS_BLANK(*q) ) q++;
-    r = fast_num(q, &e, &v);
+    r = fast_num_buf(q, &e, &v);
     if( r == 2 ){                           /* plain, but not exact fast */
       char *se;
       v = strtod(q, &se);
@@ -694,7 +783,7 @@ static fly_rc open_csv(FILE *f, const char *path, size_t bufsize, fly_csv **pc,
   if( !c ) return fly_fail(err, FLY_NOMEM, "%s: out of memory", path);
   c->line = 1;
   c->cap = bufsize;
-  c->buf = fly_alloc_array(bufsize + 1, 1);
+  c->buf = fly_alloc_array(bufsize + 1 + FLY_CSV_PAD, 1);
   c->path = fly_strdup(!f && strcmp(path, "-") == 0 ? "<stdin>" : path);
   if( !c->buf || !c->path ){
     rc = fly_fail(err, FLY_NOMEM, "%s: out of memory for the read buffer",

@@ -21,6 +21,10 @@
 
 typedef struct fly_csv fly_csv;
 
+/* Bytes a read buffer holds past its sentinel, so that numbers are
+ * scanned 8 bytes at a time without a bounds check. */
+#define FLY_CSV_PAD 8
+
 /* Open path ("-" = stdin) and read the header row.  FLY_IO if it cannot be
  * opened, FLY_PARSE if the file is empty, the header is malformed, a header
  * name is empty or two names are equal ("file:1:5: duplicate column name
@@ -103,8 +107,8 @@ int64_t fly_csv_count_lines(const char *s, size_t n);
 
 /* A reader of the records in buf[0..n), which starts at a record boundary
  * on physical line `line` of hdr's input: the same records, cells, errors
- * and positions as hdr would give there.  Takes buf (n + 1 bytes from
- * fly_alloc_array), also on failure; borrows hdr's path and header, so
+ * and positions as hdr would give there.  Takes buf (n + 1 + FLY_CSV_PAD
+ * bytes from fly_alloc_array), also on failure; borrows hdr's path and header, so
  * close it before hdr.  Cell texts stay valid until it is closed. */
 fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
                           int64_t line, fly_csv **pc, fly_err *err);

@@ -21,12 +21,17 @@
  * column, and the levels of the categorical ones.
  *
  * Parallel parsing (threads > 1): io/chunks.h parses chunks of records on
- * worker threads; this thread takes them in file order and runs the same
- * row loop (put_row) on their cells, so typing, re-coding, the statistics
- * and the pages see the same rows in the same order as with one thread,
- * and an error is reported at the first bad record in file order: a
- * chunk's parse error only after its rows above it were stored (and
- * typed, which may fail first).
+ * worker threads; this thread takes them in file order and types their
+ * cells as the one-thread loop does (type_row), so typing, re-coding and
+ * the statistics see the same rows in the same order.  Pages are cut at
+ * the same rows (a multiple of page_rows from the first; the rows of a
+ * page that a chunk leaves unfilled are carried into the next chunk's),
+ * encoded on the workers (LZ4 and XXH3, the bulk of a page's cost) and
+ * inserted by them in file order, one chunk at a time (the chunks'
+ * after-stage), so the payloads are those of one thread.  An error is
+ * reported at the first bad record in file order: a chunk's parse error
+ * only after its rows above it were stored (and typed, which may fail
+ * first).
  *
  * A new database is built privately and published with link(), which
  * refuses to replace a database another process created meanwhile; the
@@ -40,7 +45,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -523,9 +527,9 @@ typedef struct rowput {
   fly_csv               *csv;       /* the header's reader: path, names */
   const fly_ingest_opts *o;
   tcol                  *tc;        /* ncsv */
-  const size_t          *src;       /* stored column j <- CSV column src[j] */
   size_t                 ncsv, width;
-  double                *rec, *row; /* ncsv, width: scratch */
+  const size_t          *pos;       /* CSV column j -> stored column pos[j] */
+  double                *row;       /* width: scratch */
   fly_dataset_stats     *stats;
   fly_pagewriter        *pw;
   int                    plain;     /* a settled number is its value */
@@ -537,17 +541,16 @@ static fly_rc type_row(rowput *x, const fly_csv_cell *cells, int64_t line,
                        int64_t n, double *row, fly_err *err)
 {
   fly_rc rc;
+  if( x->o->intercept ) row[0] = 1.0;
   for(size_t j = 0; j < x->ncsv; j++){
     const fly_csv_cell *c = &cells[j];
     const tcol *t = &x->tc[j];
+    double *v = &row[x->pos[j]];
     if( x->plain && c->num && !t->cat && !t->track )
-      x->rec[j] = c->v;                     /* a numeric column, settled */
-    else if( (rc = typed_value(x->csv, x->o, &x->tc[j], j, c, n, line,
-                               &x->rec[j], err)) )
+      *v = c->v;                            /* a numeric column, settled */
+    else if( (rc = typed_value(x->csv, x->o, &x->tc[j], j, c, n, line, v, err)) )
       return rc;
   }
-  for(size_t j = 0; j < x->width; j++)
-    row[j] = x->src[j] == (size_t)-1 ? 1.0 : x->rec[x->src[j]];
   return FLY_OK;
 }
 
@@ -569,75 +572,92 @@ static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
   return store_row(x, x->row, line, err);
 }
 
-/* The store stage of a parallel ingest: a thread that adds batches of
- * typed rows to the pages (LZ4, SQLite) while the caller types the next
- * batch and adds it to the statistics; two batches, handed over in
- * turn. */
-typedef struct storer {
-  rowput         *x;
-  pthread_t       th;
-  int             started;
-  pthread_mutex_t mu;
-  pthread_cond_t  cv;
-  double         *rows[2];    /* cap[k] rows of width values */
-  int64_t        *lines[2];
-  size_t          cap[2], n[2];
-  int             full[2];    /* handed over, not yet stored */
-  int             quit;
-  fly_rc          rc;         /* the first failure, rows in file order */
-  fly_err         err;
-} storer;
+/* The pages of one chunk of a parallel ingest, in the chunk's slot: the
+ * rows carried over from the chunks above (fewer than a page), then the
+ * chunk's typed rows, cut into n_pages full pages (the rest is carried to
+ * the next chunk); the line of each page's last row (a failure to store
+ * a page is reported there, as fly_pagewriter_add would); the pages
+ * encoded by a worker (enc, blob), inserted in file order by a worker. */
+typedef struct batch {
+  double        *rows;        /* cap rows of width values */
+  size_t         cap;
+  int64_t       *last_line;   /* cap_pages */
+  fly_page_blob *blob;        /* cap_pages */
+  unsigned char *enc;         /* cap_pages encoded pages, enc_bound apart */
+  size_t         cap_pages, n_pages;
+  unsigned char *scratch;     /* f32 packing of one page, or NULL */
+} batch;
 
-static void *storer_main(void *arg)
+typedef struct pstage {
+  rowput  *x;
+  batch   *b;                 /* fly_chunks_slots(threads) */
+  size_t   n_b;
+  size_t   page_rows, enc_bound;
+} pstage;
+
+static void batch_free(batch *b)
 {
-  storer *s = arg;
-  int k = 0;
-  pthread_mutex_lock(&s->mu);
-  for(;;){
-    while( !s->full[k] && !s->quit ) pthread_cond_wait(&s->cv, &s->mu);
-    if( !s->full[k] ) break;
-    fly_rc rc = s->rc;
-    pthread_mutex_unlock(&s->mu);
-    for(size_t i = 0; i < s->n[k] && rc == FLY_OK; i++)
-      rc = store_row(s->x, s->rows[k] + i * s->x->width, s->lines[k][i], &s->err);
-    pthread_mutex_lock(&s->mu);
-    s->rc = rc;
-    s->full[k] = 0;
-    pthread_cond_broadcast(&s->cv);
-    k ^= 1;
-  }
-  pthread_mutex_unlock(&s->mu);
-  return NULL;
+  fly_free(b->rows);
+  fly_free(b->last_line);
+  fly_free(b->blob);
+  fly_free(b->enc);
+  fly_free(b->scratch);
+  memset(b, 0, sizeof *b);
 }
 
-/* Wait until batch k is free; its storer's failure so far. */
-static fly_rc storer_wait(storer *s, int k)
+/* Room in b for `rows` rows. */
+static int batch_reserve(const pstage *ps, batch *b, size_t rows)
 {
-  pthread_mutex_lock(&s->mu);
-  while( s->full[k] ) pthread_cond_wait(&s->cv, &s->mu);
-  fly_rc rc = s->rc;
-  pthread_mutex_unlock(&s->mu);
+  size_t pages = rows / ps->page_rows, width = ps->x->width;
+  if( rows > b->cap ){
+    fly_free(b->rows);
+    b->rows = fly_alloc_array(rows, width * sizeof *b->rows);
+    b->cap = b->rows ? rows : 0;
+    if( !b->rows ) return 0;
+  }
+  if( pages > b->cap_pages ){
+    fly_free(b->last_line);
+    fly_free(b->blob);
+    fly_free(b->enc);
+    b->last_line = fly_alloc_array(pages, sizeof *b->last_line);
+    b->blob = fly_alloc_array(pages, sizeof *b->blob);
+    b->enc = fly_alloc_array(pages, ps->enc_bound);
+    b->cap_pages = b->last_line && b->blob && b->enc ? pages : 0;
+    if( !b->cap_pages ) return 0;
+  }
+  size_t sb = fly_pagewriter_scratch_bytes(ps->x->pw);
+  if( sb && !b->scratch && !(b->scratch = fly_alloc_array(sb, 1)) ) return 0;
+  return 1;
+}
+
+/* The stage's work: encode the chunk's pages (on a worker). */
+static fly_rc stage_encode(void *ctx, size_t slot, fly_err *err)
+{
+  const pstage *ps = ctx;
+  batch *b = &ps->b[slot];
+  size_t page = ps->page_rows * ps->x->width;
+  fly_rc rc = FLY_OK;
+  for(size_t i = 0; i < b->n_pages && rc == FLY_OK; i++)
+    rc = fly_pagewriter_encode(ps->x->pw, b->rows + i * page, b->scratch,
+                               b->enc + i * ps->enc_bound, &b->blob[i], err);
   return rc;
 }
 
-/* Stop after the batches handed over; the store stage's status. */
-static fly_rc storer_end(storer *s, fly_err *err)
+/* The stage's commit: insert the chunk's pages (in file order). */
+static fly_rc stage_insert(void *ctx, size_t slot, fly_err *err)
 {
-  if( s->started ){
-    pthread_mutex_lock(&s->mu);
-    s->quit = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->th, NULL);
+  const pstage *ps = ctx;
+  batch *b = &ps->b[slot];
+  for(size_t i = 0; i < b->n_pages; i++){
+    fly_rc rc = fly_pagewriter_put(ps->x->pw, &b->blob[i],
+                                   b->enc + i * ps->enc_bound, err);
+    if( rc ){
+      fly_err_prefix(err, "%s:%lld", fly_csv_path(ps->x->csv),
+                     (long long)b->last_line[i]);
+      return rc;
+    }
   }
-  pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
-  for(int k = 0; k < 2; k++){
-    fly_free(s->rows[k]);
-    fly_free(s->lines[k]);
-  }
-  if( s->rc && err ) *err = s->err;
-  return s->rc;
+  return FLY_OK;
 }
 
 int fly_ingest_default_threads(void)
@@ -647,64 +667,73 @@ int fly_ingest_default_threads(void)
 }
 
 /* The records of x->csv parsed on `threads` threads (io/chunks.h), typed
- * here in file order and stored by a storer thread: the same rows, values
- * and first error as the one-thread loop (a failure to store a row is
- * about a row above the one being typed, so it comes first).  *pn: records
- * stored, *bytes: input consumed. */
+ * here in file order, their full pages encoded on the parse threads and
+ * inserted in file order (the chunks' after-stage); the rows of the last
+ * partial page are added to the page writer here at the end.  The same
+ * rows, values, pages and first error as the one-thread loop: a failure
+ * to store a page is about rows above the one being typed, so it comes
+ * first.  *pn: records typed, *bytes: input consumed. */
 static fly_rc put_chunks(rowput *x, int threads, const char *name,
                          int64_t *pn, uint64_t *bytes, fly_err *err)
 {
   const fly_ingest_opts *o = x->o;
   fly_chunks *q = NULL;
   const fly_chunk *ch;
-  storer st;
+  pstage ps;
+  double *carry = NULL;        /* < page_rows rows of the page being filled */
+  size_t n_carry = 0, width = x->width;
   int64_t n = 0, line = fly_csv_next_line(x->csv);
-  int k = 0;
   fly_rc rc, rs;
 
-  memset(&st, 0, sizeof st);
-  st.x = x;
-  pthread_mutex_init(&st.mu, NULL);
-  pthread_cond_init(&st.cv, NULL);
-  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &q, err)) ) goto done;
-  if( pthread_create(&st.th, NULL, storer_main, &st) ){
-    rc = fly_fail(err, FLY_NOMEM, "ingest: cannot start a thread");
+  memset(&ps, 0, sizeof ps);
+  ps.x = x;
+  ps.page_rows = (size_t)fly_pagewriter_page_rows(x->pw);
+  ps.enc_bound = fly_pagewriter_enc_bound(x->pw);
+  ps.n_b = fly_chunks_slots(threads);
+  ps.b = fly_alloc_array(ps.n_b, sizeof *ps.b);
+  carry = fly_alloc_array(ps.page_rows, width * sizeof *carry);
+  if( !ps.b || !carry ){
+    rc = fly_fail(err, FLY_NOMEM, "ingest: buffers for %d threads", threads);
     goto done;
   }
-  st.started = 1;
+  fly_chunks_stage stage = { stage_encode, stage_insert, &ps };
+  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &stage, &q, err)) )
+    goto done;
   while( (rc = fly_chunks_next(q, &ch, err)) == FLY_ROW ){
-    if( (rc = storer_wait(&st, k)) ) goto done;
-    if( ch->rows > st.cap[k] ){
-      fly_free(st.rows[k]);
-      fly_free(st.lines[k]);
-      st.rows[k] = fly_alloc_array(ch->rows, x->width * sizeof(double));
-      st.lines[k] = fly_alloc_array(ch->rows, sizeof(int64_t));
-      st.cap[k] = st.rows[k] && st.lines[k] ? ch->rows : 0;
-      if( !st.cap[k] ){
-        rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", ch->rows);
+    batch *b = &ps.b[ch->slot];
+    size_t i, k = n_carry;
+    if( !batch_reserve(&ps, b, n_carry + ch->rows) ){
+      rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", n_carry + ch->rows);
+      goto done;
+    }
+    memcpy(b->rows, carry, n_carry * width * sizeof *carry);
+    for(i = 0; i < ch->rows && !interrupted(o); i++, n++, k++){
+      double *row = b->rows + k * width;
+      line = ch->lines[i];
+      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n, row, err)) ){
+        if( (rs = fly_chunks_finish(q, err)) ) rc = rs;
         goto done;
       }
-    }
-    size_t i;
-    for(i = 0; i < ch->rows && !interrupted(o); i++, n++){
-      line = ch->lines[i];
-      st.lines[k][i] = line;
-      double *row = st.rows[k] + i * x->width;
-      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n, row, err)) ) goto done;
-      fly_dataset_stats_add(x->stats, row, 1);
+      if( (k + 1) % ps.page_rows == 0 ) b->last_line[k / ps.page_rows] = line;
       if( ((n + 1) & 4095) == 0 && o->progress )
         o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
     }
-    pthread_mutex_lock(&st.mu);
-    st.n[k] = i;
-    st.full[k] = 1;
-    pthread_cond_broadcast(&st.cv);
-    pthread_mutex_unlock(&st.mu);
-    k ^= 1;
+    /* the rows typed (all of them unless the ingest is failing) */
+    fly_dataset_stats_add(x->stats, b->rows + n_carry * width, i);
+    b->n_pages = k / ps.page_rows;
+    n_carry = k % ps.page_rows;
+    memcpy(carry, b->rows + b->n_pages * ps.page_rows * width,
+           n_carry * width * sizeof *carry);
     if( interrupted(o) ) break;
     if( ch->rc ){
-      rc = ch->rc;
-      if( err ) *err = ch->err;
+      /* The rows above the error are stored first, as one thread would:
+       * its failure is the first error. */
+      if( (rc = fly_chunks_finish(q, err)) == FLY_OK
+          && (rc = stage_encode(&ps, ch->slot, err)) == FLY_OK
+          && (rc = stage_insert(&ps, ch->slot, err)) == FLY_OK ){
+        rc = ch->rc;
+        if( err ) *err = ch->err;
+      }
       goto done;
     }
     *bytes = ch->end_bytes;
@@ -713,10 +742,15 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
   if( interrupted(o) )
     rc = fly_fail(err, FLY_IO, "interrupted at line %lld of %s: nothing was stored",
                   (long long)line, fly_csv_path(x->csv));
+  if( rc ) goto done;
+  if( (rc = fly_chunks_finish(q, err)) ) goto done;
+  for(size_t j = 0; j < n_carry && rc == FLY_OK; j++)
+    rc = fly_pagewriter_add(x->pw, carry + j * width, err);
 done:
-  rs = storer_end(&st, err);
-  if( rs ) rc = rs;
   fly_chunks_stop(q);
+  if( ps.b ) for(size_t j = 0; j < ps.n_b; j++) batch_free(&ps.b[j]);
+  fly_free(ps.b);
+  fly_free(carry);
   *pn = n;
   return rc;
 }
@@ -727,7 +761,8 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   fly_rc rc = FLY_OK;
   size_t ncsv = fly_csv_ncols(csv), tcol_ = ncsv - 1, width = 0, k;
   size_t *src = NULL;          /* stored column j <- CSV column src[j] */
-  double *rec = NULL, *row = NULL;
+  size_t *pos = NULL;          /* CSV column j -> stored column pos[j] */
+  double *row = NULL;
   fly_csv_cell *cells = NULL;
   tcol *tc = NULL;
   const char **labels = NULL;
@@ -766,12 +801,12 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                                                     &page_rows, err)) )
     goto done;
   src = fly_alloc_array(width, sizeof *src);
-  rec = fly_alloc_array(ncsv, sizeof *rec);
+  pos = fly_alloc_array(ncsv, sizeof *pos);
   row = fly_alloc_array(width, sizeof *row);
   cols = fly_alloc_array(width, sizeof *cols);
   cells = fly_alloc_array(ncsv, sizeof *cells);
   tc = fly_alloc_array(ncsv, sizeof *tc);
-  if( !src || !rec || !row || !cols || !cells || !tc ){
+  if( !src || !pos || !row || !cols || !cells || !tc ){
     rc = fly_fail(err, FLY_NOMEM, "ingest");
     goto done;
   }
@@ -781,6 +816,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   if( o->intercept ) src[k++] = (size_t)-1;
   for(size_t j = 0; j < ncsv; j++) if( j != tcol_ ) src[k++] = j;
   src[k++] = tcol_;
+  for(size_t j = 0; j < width; j++) if( src[j] != (size_t)-1 ) pos[src[j]] = j;
   for(size_t j = 0; j < width; j++){
     int is_icpt = src[j] == (size_t)-1;
     cols[j].idx = (int64_t)j;
@@ -796,7 +832,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                            &pw, err);
   if( rc ) goto done;
 
-  rowput rp = { csv, o, tc, src, ncsv, width, rec, row, stats, pw,
+  rowput rp = { csv, o, tc, ncsv, width, pos, row, stats, pw,
                 /* A number needs no more than its value: f64, and no
                  * number can be an --na-strings text. */
                 o->prec == FLY_PREC_F64 && !o->na_strings };
@@ -856,7 +892,7 @@ done:
   fly_free(labels);
   fly_free(lcounts);
   fly_free(src);
-  fly_free(rec);
+  fly_free(pos);
   fly_free(row);
   fly_free(cols);
   return rc;

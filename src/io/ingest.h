@@ -3,12 +3,12 @@
  *
  * Streaming: one CSV record and one page of rows are in memory at a time,
  * whatever the input size; with parse threads (fly_ingest_opts.threads),
- * also at most 2 * threads + 2 parsed chunks of about 1 MiB of input each
- * (io/chunks.h).  The rows, pages, statistics, levels and errors do not
- * depend on the number of threads.  Stored row layout: [1 (intercept)] features...
- * target (see store/dataset.h); column statistics are computed on the
- * values as stored (after f32 rounding), since those are what the models
- * see.
+ * also at most 2 * threads + 2 chunks of about 1 MiB of input each
+ * (io/chunks.h), each with its cells, typed rows and encoded pages.  The
+ * rows, pages, statistics, levels and errors do not depend on the number
+ * of threads.  Stored row layout: [1 (intercept)] features... target (see
+ * store/dataset.h); column statistics are computed on the values as
+ * stored (after f32 rounding), since those are what the models see.
  *
  * All or nothing: into an existing database the whole ingest is one
  * transaction, so a failure (a bad cell on line 9,000,000, a full disk, an
@@ -75,10 +75,11 @@ typedef struct fly_ingest_opts {
   /* Comma-separated cell texts that mean a missing value, besides the
    * empty cell and "NA" (NULL: none). */
   const char *na_strings;
-  /* Parse threads: 1 reads and parses on the calling thread; more parse
-   * chunks of records concurrently (io/chunks.h) while the calling thread
-   * stores them in file order, with the same pages, statistics, levels
-   * and first error as one thread.  0: fly_ingest_default_threads(). */
+  /* Parse threads: 1 reads, parses and stores on the calling thread;
+   * more parse chunks of records concurrently (io/chunks.h) and encode
+   * their pages, while the calling thread types them in file order and a
+   * reader thread reads, with the same pages, statistics, levels and
+   * first error as one thread.  0: fly_ingest_default_threads(). */
   int         threads;
 } fly_ingest_opts;
 

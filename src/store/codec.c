@@ -6,7 +6,11 @@
  * value, little-endian host order), then LZ4-compressed.  When LZ4 does not
  * make the payload at least 1/8 smaller it is stored raw, so a stored
  * payload is never larger than its raw form and random-looking data (most
- * real-valued features) decodes at memcpy speed.  The checksum covers the payload as
+ * real-valued features) decodes at memcpy speed.  Whether to try is decided
+ * by a probe: a page longer than PROBE_BYTES is stored raw, without
+ * compressing the rest, unless LZ4 makes its first PROBE_BYTES at least
+ * 1/8 smaller.  The decision depends on the page's bytes alone, so the same
+ * page is always stored the same way.  The checksum covers the payload as
  * stored, so it can be verified before anything is decoded.
  *
  * Invariants: decode trusts nothing it is given -- an unknown codec, an LZ4
@@ -15,9 +19,9 @@
  * crash and never a write past out[n-1].  f64 round trips are bit-exact;
  * f32 round trips give exactly (double)(float)x.
  *
- * Cost: encode is one LZ4_compress_default pass (its output is capped at
- * 7/8 of raw_bytes, so incompressible input is abandoned as soon as it is
- * known not to shrink enough); decode is one LZ4_decompress_safe (or memcpy) straight into
+ * Cost: encode of an incompressible page is one LZ4 pass over its first
+ * PROBE_BYTES and a memcpy; of a compressible one, the probe and one
+ * LZ4_compress_default pass (its output capped at 7/8 of raw_bytes); decode is one LZ4_decompress_safe (or memcpy) straight into
  * the caller's buffer for f64, plus one widening pass for f32.  No
  * allocation anywhere.
  */
@@ -73,6 +77,11 @@ static uint64_t xxh3_avx2(const void *p, size_t n)
  * cost an LZ4 pass on every read, a large share of a cold random read, for
  * almost no space. */
 #define MIN_SAVING_SHIFT 3
+/* The prefix of a page that LZ4 must shrink by raw/2^MIN_SAVING_SHIFT
+ * before the whole page is compressed: 1/8 of a default data page (16 KiB
+ * SQLite pages), a dozen rows of a 20-column page, so a column pattern
+ * that repeats row after row shows in it. */
+#define PROBE_BYTES 2048
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4,
                "flydb page codec needs IEEE-754 binary64/binary32");
@@ -132,8 +141,13 @@ fly_rc fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
   if( raw_bytes == 0 ) return FLY_OK;
 
   /* Try LZ4 with room for at most raw_bytes - saving output bytes: it gives
-   * up (returns 0) as soon as the result would not be that much smaller. */
-  if( raw_bytes > 1 && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE ){
+   * up (returns 0) as soon as the result would not be that much smaller.
+   * A long page is tried only if its prefix shrinks as much (dst is free
+   * room to probe into: the prefix's capped output fits in raw_bytes). */
+  if( raw_bytes > 1 && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE
+      && (raw_bytes <= PROBE_BYTES
+          || LZ4_compress_default(raw, dst, PROBE_BYTES, PROBE_BYTES
+                                  - (PROBE_BYTES >> MIN_SAVING_SHIFT)) > 0) ){
     size_t saving = raw_bytes >> MIN_SAVING_SHIFT;
     size_t cap = raw_bytes - (saving ? saving : 1);
     if( cap > dst_cap ) cap = dst_cap;

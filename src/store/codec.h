@@ -29,7 +29,9 @@ void     fly_codec_pack(const double *src, size_t n, int prec, void *dst);
 
 /* Compress raw (raw_bytes) into dst (capacity >= fly_codec_bound(raw_bytes)).
  * Chooses FLY_CODEC_RAW when LZ4 does not make it at least 1/8 smaller (a
- * raw page decodes at memcpy speed).  Sets *codec and *out_bytes. */
+ * raw page decodes at memcpy speed), or, for more than 2 KiB, does not make
+ * its first 2 KiB 1/8 smaller; the choice depends on raw's bytes alone.
+ * Sets *codec and *out_bytes. */
 fly_rc   fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
                           size_t dst_cap, int *codec, size_t *out_bytes,
                           fly_err *err);

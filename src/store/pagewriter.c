@@ -17,7 +17,10 @@
  *
  * Memory: the row buffer, an f32 staging buffer (f32 only) and one encoded
  * page, whatever the number of rows.  Cost per page: one pack pass, one LZ4
- * pass, one XXH3 pass, one INSERT.
+ * pass, one XXH3 pass, one INSERT.  The first three need nothing of the
+ * writer but its settings, so fly_pagewriter_encode runs them on any
+ * thread into the caller's buffers (a parallel ingest encodes its pages
+ * where they were parsed) and fly_pagewriter_put does only the INSERT.
  */
 #include "store/pagewriter.h"
 
@@ -116,47 +119,45 @@ done:
   return FLY_OK;
 }
 
-/* Pack and encode n_vals values of rows into w->enc: *nb bytes, *codec,
- * *sum its checksum as stored (signed). */
-static fly_rc encode(fly_pagewriter *w, const double *rows, size_t n_vals,
-                     size_t *nb, int *codec, int64_t *sum_s, fly_err *err)
+/* Pack and encode n_vals values of rows into dst (w->enc_cap bytes; f32:
+ * packed through scratch, n_vals * 4 bytes): b's codec, bytes, and
+ * checksum as stored (signed).  Reads only w's fixed settings. */
+static fly_rc encode(const fly_pagewriter *w, const double *rows,
+                     size_t n_vals, void *scratch, void *dst,
+                     fly_page_blob *b, fly_err *err)
 {
   size_t raw = n_vals * (size_t)w->prec;
   const void *src = rows;
   uint64_t sum;
   fly_rc rc;
   if( w->prec == FLY_PREC_F32 ){
-    fly_codec_pack(rows, n_vals, FLY_PREC_F32, w->packed);
-    src = w->packed;
+    fly_codec_pack(rows, n_vals, FLY_PREC_F32, scratch);
+    src = scratch;
   }
-  rc = fly_codec_encode(src, raw, w->enc, w->enc_cap, codec, nb, err);
+  rc = fly_codec_encode(src, raw, dst, w->enc_cap, &b->codec, &b->bytes, err);
   if( rc ) return rc;
-  sum = fly_codec_checksum(w->enc, *nb);
-  memcpy(sum_s, &sum, sizeof *sum_s);   /* stored as signed 64-bit */
+  sum = fly_codec_checksum(dst, b->bytes);
+  memcpy(&b->checksum, &sum, sizeof b->checksum);  /* stored as signed 64-bit */
   return FLY_OK;
 }
 
-/* Encode and insert the n_buf buffered rows as page n_pages. */
-static fly_rc flush(fly_pagewriter *w, fly_err *err)
+/* Insert payload (b) as page n_pages of n_rows rows. */
+static fly_rc insert(fly_pagewriter *w, int64_t n_rows, const fly_page_blob *b,
+                     const void *payload, fly_err *err)
 {
-  size_t n_vals = (size_t)w->n_buf * w->width;
-  size_t raw = n_vals * (size_t)w->prec, nb = 0;
-  int codec = FLY_CODEC_RAW;
-  int64_t page_no = w->n_pages, sum_s;
+  size_t raw = (size_t)n_rows * w->width * (size_t)w->prec;
+  int64_t page_no = w->n_pages;
   sqlite3_stmt *st = w->ins;
-  fly_rc rc;
-
-  rc = encode(w, w->buf, n_vals, &nb, &codec, &sum_s, err);
-  if( rc ) goto done;
+  fly_rc rc = FLY_OK;
 
   sqlite3_bind_int64(st, 1, w->owner);
   sqlite3_bind_int64(st, 2, page_no);
   sqlite3_bind_int64(st, 3, page_no * w->page_rows);
-  sqlite3_bind_int64(st, 4, w->n_buf);
-  sqlite3_bind_int(st, 5, codec);
+  sqlite3_bind_int64(st, 4, n_rows);
+  sqlite3_bind_int(st, 5, b->codec);
   sqlite3_bind_int64(st, 6, (int64_t)raw);
-  sqlite3_bind_int64(st, 7, sum_s);
-  sqlite3_bind_blob(st, 8, w->enc, (int)nb, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 7, b->checksum);
+  sqlite3_bind_blob(st, 8, payload, (int)b->bytes, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){
     char what[96];
     snprintf(what, sizeof what, "writing page %lld of %s %lld",
@@ -165,15 +166,29 @@ static fly_rc flush(fly_pagewriter *w, fly_err *err)
   }
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  if( rc ) goto done;
-
+  if( rc ){
+    w->failed = 1;
+    return rc;
+  }
   w->n_pages++;
   w->raw_bytes += (int64_t)raw;
-  w->stored_bytes += (int64_t)nb;
+  w->stored_bytes += (int64_t)b->bytes;
+  return FLY_OK;
+}
+
+/* Encode and insert the n_buf buffered rows as page n_pages. */
+static fly_rc flush(fly_pagewriter *w, fly_err *err)
+{
+  fly_page_blob b;
+  fly_rc rc = encode(w, w->buf, (size_t)w->n_buf * w->width, w->packed,
+                     w->enc, &b, err);
+  if( rc == FLY_OK ) rc = insert(w, w->n_buf, &b, w->enc, err);
+  if( rc ){
+    w->failed = 1;
+    return rc;
+  }
   w->n_buf = 0;
-done:
-  if( rc ) w->failed = 1;
-  return rc;
+  return FLY_OK;
 }
 
 static fly_rc refuse(const fly_pagewriter *w, fly_err *err)
@@ -194,6 +209,34 @@ fly_rc fly_pagewriter_add(fly_pagewriter *w, const double *row, fly_err *err)
   return FLY_OK;
 }
 
+size_t fly_pagewriter_enc_bound(const fly_pagewriter *w) { return w->enc_cap; }
+
+size_t fly_pagewriter_scratch_bytes(const fly_pagewriter *w)
+{
+  return w->prec == FLY_PREC_F32
+       ? (size_t)w->page_rows * w->width * (size_t)w->prec : 0;
+}
+
+fly_rc fly_pagewriter_encode(const fly_pagewriter *w, const double *rows,
+                             void *scratch, void *dst, fly_page_blob *b,
+                             fly_err *err)
+{
+  return encode(w, rows, (size_t)w->page_rows * w->width, scratch, dst, b, err);
+}
+
+fly_rc fly_pagewriter_put(fly_pagewriter *w, const fly_page_blob *b,
+                          const void *payload, fly_err *err)
+{
+  if( w->failed || w->finished ) return refuse(w, err);
+  if( w->n_buf > 0 )
+    return fly_fail(err, FLY_MISUSE, "page writer for %s %lld: an encoded "
+                    "page after %lld buffered rows", owner_word(w->table),
+                    (long long)w->owner, (long long)w->n_buf);
+  fly_rc rc = insert(w, w->page_rows, b, payload, err);
+  if( rc == FLY_OK ) w->n_rows += w->page_rows;
+  return rc;
+}
+
 fly_rc fly_pagewriter_finish(fly_pagewriter *w, fly_err *err)
 {
   if( w->failed ) return refuse(w, err);
@@ -210,9 +253,10 @@ fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
                               const double *rows, size_t n_rows, fly_err *err)
 {
   sqlite3_stmt *st = NULL;
-  size_t nb = 0, n_vals = n_rows * w->width;
-  int codec = FLY_CODEC_RAW, s;
-  int64_t sum_s, old = 0;
+  size_t n_vals = n_rows * w->width;
+  fly_page_blob b;
+  int s;
+  int64_t old = 0;
   fly_rc rc;
 
   if( w->failed ) return refuse(w, err);
@@ -222,7 +266,7 @@ fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
                     "%lld pages written", (long long)page_no,
                     owner_word(w->table), (long long)w->owner, n_rows,
                     (long long)w->n_pages);
-  rc = encode(w, rows, n_vals, &nb, &codec, &sum_s, err);
+  rc = encode(w, rows, n_vals, w->packed, w->enc, &b, err);
   if( rc ) goto done;
   /* The old payload's size, then the new payload. */
   rc = fly_db_prepare(w->db, w->table == FLY_TABLE_DATA
@@ -254,14 +298,14 @@ fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
   if( rc ) goto done;
   sqlite3_bind_int64(st, 1, w->owner);
   sqlite3_bind_int64(st, 2, page_no);
-  sqlite3_bind_int(st, 3, codec);
-  sqlite3_bind_int64(st, 4, sum_s);
-  sqlite3_bind_blob(st, 5, w->enc, (int)nb, SQLITE_STATIC);
+  sqlite3_bind_int(st, 3, b.codec);
+  sqlite3_bind_int64(st, 4, b.checksum);
+  sqlite3_bind_blob(st, 5, w->enc, (int)b.bytes, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){
     rc = fly_db_fail(w->db, err, "rewriting a page");
     goto done;
   }
-  w->stored_bytes += (int64_t)nb - old;
+  w->stored_bytes += (int64_t)b.bytes - old;
 done:
   sqlite3_finalize(st);
   if( rc ) w->failed = 1;
@@ -269,6 +313,7 @@ done:
 }
 
 int64_t fly_pagewriter_rows(const fly_pagewriter *w) { return w->n_rows; }
+int64_t fly_pagewriter_page_rows(const fly_pagewriter *w) { return w->page_rows; }
 int64_t fly_pagewriter_pages(const fly_pagewriter *w) { return w->n_pages; }
 int64_t fly_pagewriter_raw_bytes(const fly_pagewriter *w) { return w->raw_bytes; }
 int64_t fly_pagewriter_stored_bytes(const fly_pagewriter *w)

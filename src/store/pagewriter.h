@@ -29,6 +29,33 @@ fly_rc fly_pagewriter_open(fly_db *db, fly_table table, int64_t owner,
 /* Append one row of width values.  May write a page. */
 fly_rc fly_pagewriter_add(fly_pagewriter *w, const double *row, fly_err *err);
 
+/* A page encoded apart from the writer. */
+typedef struct fly_page_blob {
+  int     codec;        /* FLY_CODEC_RAW or FLY_CODEC_LZ4 */
+  size_t  bytes;        /* payload bytes */
+  int64_t checksum;     /* of the payload, as stored (signed) */
+} fly_page_blob;
+
+/* The capacity fly_pagewriter_encode needs for dst, and for scratch (0
+ * for f64: scratch may be NULL then). */
+size_t fly_pagewriter_enc_bound(const fly_pagewriter *w);
+size_t fly_pagewriter_scratch_bytes(const fly_pagewriter *w);
+
+/* Encode a full page, rows[0..page_rows) of width values, into dst: the
+ * payload fly_pagewriter_add would write for them, described by *b.
+ * Touches only the caller's buffers and reads only w's settings, so it
+ * may run on any thread, concurrently with anything but
+ * fly_pagewriter_free. */
+fly_rc fly_pagewriter_encode(const fly_pagewriter *w, const double *rows,
+                             void *scratch, void *dst, fly_page_blob *b,
+                             fly_err *err);
+
+/* Insert a page from fly_pagewriter_encode as the next full page (as if
+ * its rows were added).  FLY_MISUSE when rows are buffered (the page
+ * would not start at a page boundary). */
+fly_rc fly_pagewriter_put(fly_pagewriter *w, const fly_page_blob *b,
+                          const void *payload, fly_err *err);
+
 /* Write the last partial page (if any).  Totals are then final. */
 fly_rc fly_pagewriter_finish(fly_pagewriter *w, fly_err *err);
 
@@ -43,6 +70,7 @@ fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
 
 /* Totals so far (after finish: of the whole table). */
 int64_t fly_pagewriter_rows(const fly_pagewriter *w);
+int64_t fly_pagewriter_page_rows(const fly_pagewriter *w); /* rows per full page */
 int64_t fly_pagewriter_pages(const fly_pagewriter *w);
 int64_t fly_pagewriter_raw_bytes(const fly_pagewriter *w);
 int64_t fly_pagewriter_stored_bytes(const fly_pagewriter *w);

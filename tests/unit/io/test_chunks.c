@@ -7,6 +7,9 @@
  * The reader thread of io/chunks.c is emulated with blocks of 1 byte and
  * up, so a quote, a "" escape, a CRLF and a quoted line feed fall on every
  * block boundary; then the threaded reader itself runs on the same inputs.
+ * The after-stage (work at random speeds, then commits) must commit every
+ * chunk in file order before fly_chunks_finish returns, and none after a
+ * failed commit, whose error the caller gets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +114,7 @@ static void emulate(const char *path, size_t bs, text *t, int *n_chunks)
     len += got;
     if( got < bs ) cut = len;
     if( cut ){
-      char *buf = fly_alloc_array(cut + 1, 1), *rest;
+      char *buf = fly_alloc_array(cut + 1 + FLY_CSV_PAD, 1), *rest;
       memcpy(buf, pend, cut);
       rest = fly_alloc_array(len - cut + bs + 1, 1);
       memcpy(rest, pend + cut, len - cut);
@@ -138,7 +141,7 @@ static void threaded(const char *path, int threads, text *t)
   const fly_chunk *ch;
   fly_err err = {0};
   fly_rc rc = fly_csv_open(path, &hdr, &err);
-  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, &q, &err);
+  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, NULL, &q, &err);
   while( !rc && (rc = fly_chunks_next(q, &ch, &err)) == FLY_ROW ){
     size_t nc = fly_csv_ncols(hdr);
     for(size_t i = 0; i < ch->rows; i++) put_row(t, ch->cells + i * nc, nc, ch->lines[i]);
@@ -146,6 +149,69 @@ static void threaded(const char *path, int threads, text *t)
     if( rc ) err = ch->err;
   }
   put_end(t, rc, &err);
+  fly_chunks_stop(q);
+  fly_csv_close(hdr);
+}
+
+/* The after-stage: the caller notes each chunk's first line in its slot,
+ * work takes a random while, commit appends the slot's line to a log (a
+ * commit of the chunk at line fail_at fails). */
+typedef struct stage_log {
+  int64_t  slot_line[64];
+  int64_t  log[4096];
+  int      n_log;
+  int64_t  fail_at;
+  unsigned seed;
+} stage_log;
+
+static fly_rc log_work(void *ctx, size_t slot, fly_err *err)
+{
+  stage_log *g = ctx;
+  (void)slot; (void)err;
+  usleep((useconds_t)(rand_r(&g->seed) % 3000));
+  return FLY_OK;
+}
+
+static fly_rc log_commit(void *ctx, size_t slot, fly_err *err)
+{
+  stage_log *g = ctx;
+  if( g->slot_line[slot] == g->fail_at )
+    return fly_fail(err, FLY_IO, "commit at line %lld", (long long)g->fail_at);
+  g->log[g->n_log++] = g->slot_line[slot];
+  return FLY_OK;
+}
+
+/* A file of many chunks through the stage on `threads` threads: commits
+ * in file order, all of them before fly_chunks_finish returns, or none
+ * after a failed one, whose error comes back. */
+static void stage_test(const char *path, int threads, int64_t fail_k)
+{
+  fly_csv *hdr = NULL;
+  fly_chunks *q = NULL;
+  const fly_chunk *ch;
+  fly_err err = {0};
+  static stage_log g;
+  int64_t taken[4096];
+  int n_taken = 0;
+  memset(&g, 0, sizeof g);
+  g.seed = 7u + (unsigned)threads;
+  g.fail_at = -1;
+  fly_chunks_stage st = { log_work, log_commit, &g };
+  fly_rc rc = fly_csv_open(path, &hdr, &err);
+  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, &st, &q, &err);
+  while( !rc && (rc = fly_chunks_next(q, &ch, &err)) == FLY_ROW ){
+    g.slot_line[ch->slot] = ch->lines[0];
+    if( n_taken == fail_k ) g.fail_at = ch->lines[0];
+    taken[n_taken++] = ch->lines[0];
+    rc = ch->rc;
+  }
+  if( rc == FLY_DONE ) rc = fly_chunks_finish(q, &err);
+  int ok = fail_k < 0 ? n_taken > 4 && rc == FLY_OK && g.n_log == n_taken
+                      : n_taken > fail_k && rc == FLY_IO && g.n_log == fail_k;
+  for(int i = 0; ok && i < g.n_log; i++) ok = g.log[i] == taken[i];
+  TAP_OK(ok, "after-stage on %d threads: %d chunks, %d committed in file order%s (%s)",
+         threads, n_taken, g.n_log, fail_k < 0 ? "" : ", none after the failed one",
+         rc ? err.msg : "ok");
   fly_chunks_stop(q);
   fly_csv_close(hdr);
 }
@@ -205,6 +271,18 @@ int main(void)
            strrchr(want.s, '\n') ? strrchr(want.s, '\n') + 1 : want.s);
     free(want.s);
     unlink(path);
+  }
+  {
+    char big[] = "/tmp/flydb_chunks_big_XXXXXX";
+    int fd = mkstemp(big);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if( !f ){ perror("temp"); exit(2); }
+    fputs("a,b,c\n", f);
+    for(int r = 0; r < 400000; r++) fprintf(f, "%d,%d.25,x%d\n", r, r % 977, r % 13);
+    if( fclose(f) != 0 ){ perror("temp"); exit(2); }
+    for(int th = 1; th <= 4; th *= 2) stage_test(big, th, -1);
+    stage_test(big, 2, 3);
+    unlink(big);
   }
   return tap_done();
 }

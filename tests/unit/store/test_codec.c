@@ -1,6 +1,7 @@
 /*
  * test_codec.c -- the page codec: exact f64 and rounded f32 round trips,
- * LZ4 chosen for compressible pages and raw for incompressible ones, the
+ * LZ4 chosen for compressible pages and raw for incompressible ones (and
+ * for pages whose first 2 KiB does not compress), the
  * empty page, the XXH3-64 checksum, and FLY_CORRUPT (never a crash, never a
  * write past the output) for every kind of bad payload.
  *
@@ -125,6 +126,20 @@ static void test_choice(void)
   c = round_trip(x, N, FLY_PREC_F64, y, &stored);
   TAP_OK(c == FLY_CODEC_LZ4 && stored < N * 8 * 7 / 8 && memcmp(x, y, N * 8) == 0,
          "half-constant rows: lz4 (%zu of %d bytes)", stored, N * 8);
+
+  /* the probe: a random first 2 KiB keeps the page raw however well the
+   * rest would compress; a compressible first 2 KiB lets LZ4 try it all */
+  for(size_t i = 0; i < N; i++){
+    uint64_t u = sm64(&s);
+    x[i] = i < 256 ? (double)(u >> 11) / 9007199254740992.0 : 2.0;
+  }
+  c = round_trip(x, N, FLY_PREC_F64, y, &stored);
+  TAP_OK(c == FLY_CODEC_RAW && memcmp(x, y, N * 8) == 0,
+         "random first 2 KiB, constant rest: stored raw");
+  for(size_t i = 0; i < 256; i++) x[i] = 2.0;
+  c = round_trip(x, N, FLY_PREC_F64, y, &stored);
+  TAP_OK(c == FLY_CODEC_LZ4 && memcmp(x, y, N * 8) == 0,
+         "constant first 2 KiB: lz4 (%zu bytes)", stored);
 
   /* one value: LZ4 cannot shrink 8 bytes */
   x[0] = 1.0;
