@@ -117,6 +117,19 @@ out_has() {
   done
 }
 
+# have_r PKG...: 1 when Rscript and every R package named are installed,
+# else 0, saying on stderr that the checks against R are skipped.
+have_r() {
+  if command -v Rscript >/dev/null 2>&1 &&
+     Rscript -e "quit(status = !all(sapply(c($(printf '"%s",' "$@" | sed 's/,$//')), requireNamespace, quietly = TRUE)))" \
+       >/dev/null 2>&1; then
+    echo 1
+  else
+    echo "# R with $* not found: the checks against R are skipped" >&2
+    echo 0
+  fi
+}
+
 # q DB SQL: one query, values separated by tabs, no header.
 # A flydb process starting or ending next to the query briefly locks the
 # file (WAL set-up, final checkpoint); wait for it as docs/sql.md advises.

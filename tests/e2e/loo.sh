@@ -21,14 +21,7 @@ set -euo pipefail
 GEN=$(dirname "$FLYDB_BIN")/../../tools/flydb-gen
 TOY=$E2E/../../datasets/toy
 RCHECK=$E2E/r/loo_check.R
-have_r=0
-if command -v Rscript >/dev/null 2>&1 &&
-   Rscript -e 'quit(status = !all(sapply(c("loo", "RSQLite"), requireNamespace, quietly = TRUE)))' \
-     >/dev/null 2>&1; then
-  have_r=1
-else
-  echo "# R with loo and RSQLite not found: the checks against R are skipped"
-fi
+have_r=$(have_r loo RSQLite)
 
 # ---- exact, on the toy ------------------------------------------------------
 db=toy.db

@@ -23,13 +23,7 @@ set -euo pipefail
 GEN=$(dirname "$FLYDB_BIN")/../../tools/flydb-gen
 TOY=$E2E/../../datasets/toy
 RCHECK=$E2E/r/ppc_check.R
-have_r=0
-if command -v Rscript >/dev/null 2>&1 &&
-   Rscript -e 'quit(status = !requireNamespace("RSQLite", quietly = TRUE))' >/dev/null 2>&1; then
-  have_r=1
-else
-  echo "# R with RSQLite not found: the checks against R are skipped"
-fi
+have_r=$(have_r RSQLite)
 rcheck() {   # rcheck WHAT MODE DB DATA RUN
   local what=$1; shift
   [ $have_r = 1 ] || return 0

@@ -27,13 +27,7 @@ export LC_COLLATE=C
 GEN=$(dirname "$FLYDB_BIN")/../../tools/flydb-gen
 TOY=$E2E/../../datasets/toy
 RCHECK=$E2E/r/predict_check.R
-have_r=0
-if command -v Rscript >/dev/null 2>&1 &&
-   Rscript -e 'quit(status = !requireNamespace("RSQLite", quietly = TRUE))' >/dev/null 2>&1; then
-  have_r=1
-else
-  echo "# R with RSQLite not found: the checks against R are skipped"
-fi
+have_r=$(have_r RSQLite)
 rcheck() {   # rcheck DB RUN TRAIN NEW PRED FORMULA REF LEVEL S
   [ $have_r = 1 ] || return 0
   Rscript "$RCHECK" "$@" >r.out 2>&1 || { cat r.out >&2; fail "predict differs from R: $*"; }
