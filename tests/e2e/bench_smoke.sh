@@ -23,16 +23,17 @@ bench() {
   expect 0 "$TOP/tools/bench" "$@" --smoke --build "$BUILD" --dir "$T/w/bench"
 }
 
-# shape NCOLS FIRST LABEL COL: the markdown table in $T/out has NCOLS columns
-# in every row, a number in every cell from column FIRST on, and "1.00x" in
-# column COL of the row that starts with "| LABEL".
+# shape NCOLS FIRST LABEL COL [LAST]: the markdown table in $T/out has NCOLS
+# columns in every row, a number in every cell from column FIRST on (to
+# column LAST, when given: the columns after it may say "-", not measured),
+# and "1.00x" in column COL of the row that starts with "| LABEL".
 shape() {
-  awk -F'|' -v nc="$1" -v first="$2" -v label="| $3" -v col="$4" '
+  awk -F'|' -v nc="$1" -v first="$2" -v label="| $3" -v col="$4" -v last="${5:-0}" '
     /^\|/ && !/^\|---/ {
       if( NF - 2 != nc ){ printf "row with %d cells, want %d: %s\n", NF - 2, nc, $0; bad = 1 }
       if( !hdr++ ) next
       rows++
-      for(j = first + 1; j <= NF - 1; j++)
+      for(j = first + 1; j <= (last ? last + 1 : NF - 1); j++)
         if( $j !~ /[0-9]/ || $j ~ /nan|inf/ ){ printf "cell %d not a number: %s\n", j - 1, $0; bad = 1 }
       if( index($0, label) == 1 ){ base++
         if( $(col + 1) !~ /^ *1\.00x *$/ ){ printf "baseline column %d is %s, want 1.00x\n", col, $(col + 1); bad = 1 } } }
@@ -90,7 +91,7 @@ grep -q '^| 1000 | gibbs | [0-9.]* | 1.00x | - |.*| - | [0-9]* |$' "$T/out" ||
 ok "scaling without regular: no ratio to regular"
 
 bench ingest
-shape 5 2 "numeric, flydb ingest --threads 2 |" 5
+shape 7 2 "numeric, flydb ingest --threads 2 |" 6 6
 out_has "categorical, flydb ingest --threads 1" "sqlite3 .import" "data.table::fread" "cat > /dev/null"
 ok "ingest"
 
