@@ -351,7 +351,9 @@ static void hand_back(fly_chunks *q)
   pthread_cond_broadcast(&q->cv);
 }
 
-/* Wait on q->cv for at most 50 ms.  Under the lock. */
+/* Wait on q->cv until signalled or for 50 ms: every caller rechecks its
+ * condition in a loop, so a missed wakeup costs at most that.  Under the
+ * lock. */
 static void wait_a_while(fly_chunks *q)
 {
   struct timespec ts;

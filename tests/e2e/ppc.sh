@@ -16,7 +16,7 @@
 #  - flydb plot --kind calibration|residuals writes well-formed SVG;
 #  - flydb check finds damaged loo and ppc tables;
 #  - a new check replaces the old one; bad input fails and writes nothing.
-# The R checks skip when Rscript or RSQLite is missing; the rest always runs.
+# The R checks need Rscript and RSQLite (have_r: a failure in CI, else skipped).
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 

@@ -19,7 +19,7 @@
 #  - flydb check finds a damaged prediction table (a score out of range,
 #    missing or not the model's, too many draws, a run that does not exist);
 #  - 10^6 rows predicted with a peak RSS under 100 MB.
-# The R checks skip when Rscript or RSQLite is missing; the rest always runs.
+# The R checks need Rscript and RSQLite (have_r: a failure in CI, else skipped).
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 export LC_COLLATE=C
