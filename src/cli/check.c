@@ -10,7 +10,9 @@
  * (fly_run_check, which has fly_trace_check check each run's trace), then
  * the runs' loo results (fly_loo_check), predictive checks
  * (fly_ppc_check) and predictions (fly_predict_check); see their headers
- * for what each verifies.  What the store cannot judge comes
+ * for what each verifies.  On a shard manifest the shards are verified
+ * against it (fly_shard_verify; every row's digest unless --quick); each
+ * shard is checked by `flydb check` on its own file.  What the store cannot judge comes
  * from here: a checkpoint blob is parsed as the chain would (flymc/ckpt.h),
  * model and sampler names are looked up in their registries.  This file
  * prints: each problem as "<scope>: <what>", at most SHOW_MAX lines per
@@ -28,6 +30,8 @@
 #include "loo/loo.h"
 #include "models/model.h"
 #include "ppc/ppc.h"
+#include "shard/shard.h"
+#include "shard/shard_map.h"
 #include "predict/predict.h"
 #include "store/check.h"
 #include "store/dataset.h"
@@ -106,7 +110,8 @@ static fly_rc run_check(const char *path, int quick, int64_t *n_problems,
   fly_db *db = NULL;
   fly_dataset_checked *ds = NULL;
   size_t n_ds = 0;
-  int64_t n_sets = 0, n_runs = 0, n_loo = 0, n_ppc = 0, n_pred = 0;
+  int64_t n_sets = 0, n_runs = 0, n_loo = 0, n_ppc = 0, n_pred = 0, n_sharded = 0;
+  int manifest = 0;
   fly_rc rc;
 
   memset(&ck, 0, sizeof ck);
@@ -142,16 +147,27 @@ static fly_rc run_check(const char *path, int quick, int64_t *n_problems,
     fly_predict_check(db, &ck, &n_pred);
   }
   fly_db_check_end(db);
+  if( rc == FLY_OK && (manifest = fly_shard_is_manifest(db)) ){
+    fly_err e = {0};
+    fly_check_scope(&ck, "shards");
+    if( fly_shard_verify(path, !quick, NULL, NULL, &n_sharded, &e) )
+      fly_check_problem(&ck, "%s", e.msg);
+    fly_check_scope(&ck, "%s", "");
+  }
   scope_end(&pr);
   if( rc ) goto done;
 
   if( ck.n_problems == 0 ){
-    char extra[160] = "";
+    char extra[320] = "";
     if( n_loo || n_ppc || n_pred )
       snprintf(extra, sizeof extra, ", %lld loo result%s, %lld predictive check%s, "
                "%lld prediction%s", (long long)n_loo, n_loo == 1 ? "" : "s",
                (long long)n_ppc, n_ppc == 1 ? "" : "s", (long long)n_pred,
                n_pred == 1 ? "" : "s");
+    if( manifest )
+      snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+               "; a shard manifest: its shards hold the %lld rows it lists%s",
+               (long long)n_sharded, quick ? "" : ", digests compared");
     printf("%s: no problems found (%zu data set%s, %lld bound set%s, %lld "
            "run%s%s%s)\n", path, n_ds, n_ds == 1 ? "" : "s", (long long)n_sets,
            n_sets == 1 ? "" : "s", (long long)n_runs, n_runs == 1 ? "" : "s", extra,

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "modelopt.h"
+#include "mpi/comm.h"
 #include "progress.h"
 #include "run/run.h"
 #include "store/db.h"
@@ -253,6 +254,9 @@ static int run(const char *db_path, const fly_run_cfg *cfg, int64_t resume_id, i
     fprintf(stderr, "flydb sample: %s\n", err.msg);
     return 2;
   }
+  /* The ranks of a sharded run hold the same result: rank 0 reports it. */
+  if( (rc == FLY_OK || rc == FLY_DONE) && fly_comm_launch_rank() != 0 )
+    return rc == FLY_OK ? 0 : 1;
   if( (rc == FLY_OK || rc == FLY_DONE) && res.profiled ) print_profile(&res);
   if( rc == FLY_DONE ){
     fprintf(stderr, "flydb: interrupted; every chain stopped at a checkpoint. Continue "

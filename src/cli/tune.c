@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "modelopt.h"
+#include "mpi/comm.h"
 #include "run/run.h"
 #include "store/db.h"
 #include "tune/tune.h"
@@ -71,7 +72,8 @@ int fly_cmd_tune(int argc, char **argv)
     fly_db_close(db);
     return fly_usage_error(&a, "tune", synopsis, &err);
   }
-  if( rc == FLY_OK ){
+  /* The ranks tuning a shard manifest hold the same result: rank 0 prints it. */
+  if( rc == FLY_OK && fly_comm_launch_rank() == 0 ){
     printf("bound set %lld: %s bounds, MAP log posterior %.6g after %d L-BFGS iterations "
            "(|grad| %.3g), built in %.2f s\n", (long long)bd->id, bd->tuned ? "MAP-tuned" : "fixed",
            bd->map_logpost, bd->map_iters, bd->map_grad_norm, bd->tune_seconds);

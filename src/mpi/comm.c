@@ -62,6 +62,12 @@ void fly_comm_close(fly_comm *c)
   fly_free(c);
 }
 
+int fly_comm_launch_rank(void)
+{
+  const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  return r ? atoi(r) : 0;
+}
+
 int fly_comm_rank(const fly_comm *c) { return c->rank; }
 int fly_comm_size(const fly_comm *c) { return c->size; }
 int fly_comm_is_mpi(const fly_comm *c) { return c->mpi; }

@@ -31,6 +31,11 @@ typedef struct fly_comm fly_comm;
 fly_rc fly_comm_open(fly_comm **pc, fly_err *err);
 void   fly_comm_close(fly_comm *c);                   /* NULL: no-op; MPI_Finalize */
 
+/* This process's rank as mpirun started it (OMPI_COMM_WORLD_RANK), 0 when
+ * it was not: before or after the job, so a command prints the result all
+ * ranks share on rank 0 only. */
+int    fly_comm_launch_rank(void);
+
 int    fly_comm_rank(const fly_comm *c);
 int    fly_comm_size(const fly_comm *c);
 int    fly_comm_is_mpi(const fly_comm *c);

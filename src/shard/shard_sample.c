@@ -403,7 +403,7 @@ static fly_rc manifest_records(fly_db *db, const fly_dataset *d0, int64_t N,
   if( rc == FLY_OK )
     rc = fly_db_prepare(db, "INSERT OR IGNORE INTO dataset(name, source, n_rows, width, "
                         "n_features, has_intercept, target_name, page_rows, n_pages, prec, "
-                        "raw_bytes, stored_bytes) VALUES (?1, 'shards', ?2, ?3, ?4, ?5, ?6, "
+                        "raw_bytes, stored_bytes) VALUES (?1, '" FLY_DATASET_SHARDS "', ?2, ?3, ?4, ?5, ?6, "
                         "?7, 0, ?8, 0, 0)", &st, err);
   if( rc == FLY_OK ){
     sqlite3_bind_text(st, 1, d0->name, -1, SQLITE_STATIC);

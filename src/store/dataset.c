@@ -861,6 +861,38 @@ static void check_columns(fly_db *db, fly_checker *ck,
 }
 
 /* One data set row: shape, pages, columns.  Fills ds. */
+/* A shard manifest's record of its sharded data set: the whole's shape
+ * (n_rows, width, page_rows and prec as the shards have them), and no
+ * pages, bytes or columns of its own. */
+static void check_sharded(fly_db *db, fly_checker *ck, fly_dataset_checked *ds,
+                          int64_t n_feat, int64_t raw, int64_t stored)
+{
+  fly_pages_info none = { 0, (size_t)ds->width, ds->page_rows, 0, ds->prec };
+  fly_pages_scan sr;
+  sqlite3_stmt *st;
+
+  ds->sharded = 1;
+  if( n_feat != ds->width - 1 )
+    fly_check_problem(ck, "n_features is %lld, but rows of %lld values hold %lld "
+                      "features and the target", (long long)n_feat,
+                      (long long)ds->width, (long long)ds->width - 1);
+  if( ds->n_pages != 0 || raw != 0 || stored != 0 )
+    fly_check_problem(ck, "a record of sharded rows with n_pages %lld, raw_bytes %lld, "
+                      "stored_bytes %lld (want 0: its rows are in the shards)",
+                      (long long)ds->n_pages, (long long)raw, (long long)stored);
+  fly_pages_check(db, FLY_TABLE_DATA, ds->id, &none, NULL, NULL, ck, &sr);
+  st = fly_check_prepare(db, ck, "SELECT count(*) FROM dataset_column WHERE dataset_id = ?1");
+  if( !st ) return;
+  sqlite3_bind_int64(st, 1, ds->id);
+  if( sqlite3_step(st) != SQLITE_ROW )
+    fly_check_step_failed(db, ck, "reading dataset_column");
+  else if( sqlite3_column_int64(st, 0) != 0 )
+    fly_check_problem(ck, "%lld dataset_column rows for a record of sharded rows (its "
+                      "columns are in the manifest's shard_column)",
+                      (long long)sqlite3_column_int64(st, 0));
+  sqlite3_finalize(st);
+}
+
 static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
                       fly_dataset_checked *ds)
 {
@@ -870,6 +902,7 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
   int64_t raw = sqlite3_column_int64(row, 9);
   int64_t stored = sqlite3_column_int64(row, 10);
   const char *name = (const char *)sqlite3_column_text(row, 1);
+  const char *source = (const char *)sqlite3_column_text(row, 12);
   recount rc = { 0 };
   int counted = 0;
   fly_pages_scan sr;
@@ -897,6 +930,10 @@ static void check_one(fly_db *db, fly_checker *ck, sqlite3_stmt *row,
     return;
   }
   ds->shape_ok = 1;
+  if( source && strcmp(source, FLY_DATASET_SHARDS) == 0 ){
+    check_sharded(db, ck, ds, n_feat, raw, stored);
+    return;
+  }
   int64_t want_pages = (ds->n_rows - 1) / ds->page_rows + 1;
   if( ds->n_pages != want_pages )
     fly_check_problem(ck, "n_pages is %lld, but %lld rows of %lld a page need %lld",
@@ -1006,7 +1043,7 @@ fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,
   fly_check_scope(ck, "table dataset");
   st = fly_check_prepare(db, ck,
       "SELECT id, name, n_rows, width, n_features, has_intercept,"
-      " target_name, page_rows, n_pages, raw_bytes, stored_bytes, prec"
+      " target_name, page_rows, n_pages, raw_bytes, stored_bytes, prec, source"
       " FROM dataset ORDER BY id");
   if( !st ) goto done;
   while( (s = sqlite3_step(st)) == SQLITE_ROW ){

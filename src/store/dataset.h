@@ -193,11 +193,17 @@ fly_rc fly_dataset_omitted(fly_db *db, int64_t id, fly_dataset_omit_fn *fn,
 
 /* A data set as the check found it, for the checks of what refers to it
  * (bound sets, runs). */
+/* dataset.source of a shard manifest's record of the whole data set that
+ * its runs refer to (shard/shard_sample.c writes it): no pages, no columns. */
+#define FLY_DATASET_SHARDS "shards"
+
 typedef struct fly_dataset_checked {
   int64_t    id, n_rows, width, page_rows, n_pages;
   int        prec;
   int        shape_ok;        /* n_rows, width, page_rows, prec usable */
   int        sound;           /* shape and every page verified */
+  int        sharded;         /* a shard manifest's record (source 'shards'):
+                                 rows, columns and bounds are in the shards */
   fly_pages *pg;              /* open when sound; else NULL */
   char       name[128];
 } fly_dataset_checked;
@@ -211,7 +217,10 @@ typedef struct fly_dataset_checked {
  * rows and rows left out against its parent (table derived), and unless
  * ck->quick the statistics, missing counts and level
  * counts recomputed from the decoded pages (a categorical column holds
- * only codes or NaN).  *pds (*n of them, in id order) is
+ * only codes or NaN).  A shard manifest's record of its data set (source
+ * 'shards') has no pages and no columns of its own: its shape is checked,
+ * and that nothing is stored under it (the shards are checked by
+ * fly_shard_verify).  *pds (*n of them, in id order) is
  * for the checks that follow; free with fly_dataset_checked_free.
  * Problems are reported, not returned: FLY_OK unless ck is NULL. */
 fly_rc fly_dataset_check(fly_db *db, fly_checker *ck,

@@ -257,6 +257,30 @@ static void check_bound_set(fly_db *db, fly_checker *ck, sqlite3_stmt *row, fly_
             (long long)ds->page_rows);
     shape_ok = 0;
   }
+  if( ds->sharded ){
+    /* The manifest's record of bounds tuned over the shards: ξ and the
+     * moments are in each shard, checked by `flydb check` on the shard. */
+    if( n_pages != 0 )
+      fly_check_problem(ck, "n_pages is %lld for bounds of sharded rows (want 0: they "
+                        "are in the shards)", (long long)n_pages);
+    check_blob(ck, row, 10, "theta_map", P);
+    check_blob(ck, row, 11, "laplace_cov", P * P);
+    check_blob(ck, row, 12, "laplace_prec", P * P);
+    fly_pages_info none = { 0, b.n_xi + 1, page_rows, 0, FLY_PREC_F32 };
+    fly_pages_scan sr;
+    fly_pages_check(db, FLY_TABLE_BOUND, id, &none, NULL, NULL, ck, &sr);
+    sqlite3_stmt *st = fly_check_prepare(db, ck, "SELECT count(*) FROM moment "
+                                         "WHERE bound_set_id = ?1");
+    if( st ){
+      sqlite3_bind_int64(st, 1, id);
+      if( sqlite3_step(st) != SQLITE_ROW ) fly_check_step_failed(db, ck, "reading moment");
+      else if( sqlite3_column_int64(st, 0) != 0 )
+        fly_check_problem(ck, "%lld moment rows for bounds of sharded rows (want none: "
+                          "each shard holds its own)", (long long)sqlite3_column_int64(st, 0));
+      sqlite3_finalize(st);
+    }
+    goto done;
+  }
   int64_t want_pages = (ds->n_rows - 1) / ds->page_rows + 1;
   if( n_pages != want_pages )
     fly_check_problem(ck, "n_pages is %lld, but %lld rows of %lld a page need %lld",

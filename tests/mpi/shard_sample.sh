@@ -61,7 +61,24 @@ done
 "$flydb" summary --db p4/manifest.db >/dev/null || fail "summary of a sharded run"
 "$flydb" export --db p4/manifest.db --out exp >/dev/null 2>&1 || fail "export of a sharded run"
 for s in p4/shard-*.db; do "$flydb" check --db "$s" >/dev/null || fail "check of $s after sampling"; done
-ok "summary and export read the sharded run; every shard still checks"
+"$flydb" check --db p4/manifest.db >out.txt || { cat out.txt; fail "check of the manifest after sampling"; }
+grep -q "a shard manifest: its shards hold the 12000 rows it lists, digests compared" out.txt \
+  || fail "check of the manifest: $(cat out.txt)"
+cp -r p4 pbad; rm pbad/shard-002.db
+rc=0; "$flydb" check --db pbad/manifest.db >out.txt || rc=$?
+[ $rc = 1 ] && grep -q "^shards: shard 2 .*missing" out.txt || fail "check of a manifest without shard 2: exit $rc ($(cat out.txt))"
+rm -rf pbad
+ok "summary and export read the sharded run; the manifest and every shard check; a missing shard is found"
+
+# The result every rank holds is printed once, by rank 0.
+rm -rf pq; cp -r fm pq
+run 2 "$flydb" tune --db pq/manifest.db >out.txt 2>err.txt || { cat err.txt; fail "tune -np 2"; }
+[ "$(grep -c '^bound set' out.txt)" = 1 ] || fail "tune -np 2 printed its result $(grep -c '^bound set' out.txt) times"
+run 2 "$flydb" sample --db pq/manifest.db --iters 12 --warmup 8 --chains 2 --seed 7 >out.txt 2>err.txt || { cat err.txt; fail "sample -np 2"; }
+[ "$(grep -c 'done in' err.txt)" = 1 ] && [ "$(grep -c '^(Intercept)' out.txt err.txt | awk -F: '{ s += $2 } END { print s }')" = 1 ] \
+  || fail "sample -np 2 printed its result more than once: $(grep -c 'done in' err.txt) lines 'done in'"
+rm -rf pq
+ok "tune and sample with 2 ranks print their result once"
 
 # Refused: more ranks than shards, fixed bounds, the exact log posterior, a formula.
 # shellcheck disable=SC2086
