@@ -128,13 +128,6 @@ int main(int argc, char **argv)
   if( fly_db_exec(db, "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s"
                   " LIMIT (SELECT n_params FROM run WHERE id = 1))"
                   " INSERT INTO param SELECT 1, i, 'x' || i FROM s", &err) ) goto fail;
-  if( getenv("ALTKEY") ){
-    char ddl[4096]; size_t n = 0;
-    n += (size_t)snprintf(ddl+n, sizeof ddl-n, "DROP VIEW draws_named; DROP VIEW draw; DROP TABLE draw_chunk; CREATE TABLE draw_chunk(run_id INTEGER NOT NULL, idx INTEGER NOT NULL, chain INTEGER NOT NULL, iter0 INTEGER NOT NULL, step INTEGER NOT NULL, n INTEGER NOT NULL");
-    for(int k = 0; k < 64; k++) n += (size_t)snprintf(ddl+n, sizeof ddl-n, ", v%d REAL", k);
-    n += (size_t)snprintf(ddl+n, sizeof ddl-n, ", PRIMARY KEY (run_id, chain, iter0, idx)) WITHOUT ROWID; %s", getenv("ALTKEY")[0]=='i' ? "CREATE INDEX dc_idx ON draw_chunk(run_id, idx, chain, iter0);" : "");
-    if( fly_db_exec(db, ddl, &err) ) goto fail;
-  }
   fly_db_close(db);
   db = NULL;
 

@@ -2,14 +2,16 @@
  * trace.c -- a run's trace: batched writes, reads and the integrity check of
  * draws, diagnostics and checkpoints (see trace.h).
  *
- * Layout (schema/008_draw_chunk.sql, docs/format.md "Traces"): the draws of
- * one parameter of one chain at up to CHUNK consecutive kept iterations
- * iter0, iter0 + step, .. form one row of draw_chunk, keyed (run_id, idx,
- * chain, iter0), values in columns v0 .. v(n-1); an iteration's diagnostics
- * are one row of draw_block (blk = 0).  The views
- * `draw` and `draws_named` expand the chunks, `iteration` reads draw_block.
- * Invariant: every stored draw is in exactly one chunk row, and every
- * iteration with draws has its draw_block row.
+ * Layout (schema/008_draw_chunk.sql, 014_draw_chunk_append.sql, docs/format.md
+ * "Traces"): the draws of one parameter of one chain at up to CHUNK
+ * consecutive kept iterations iter0, iter0 + step, .. form one row of
+ * draw_chunk, values in columns v0 .. v(n-1), keyed (run_id, idx, chain,
+ * iter0) by the unique index draw_chunk_key; the rows themselves are in
+ * the order written (rowid).  An iteration's diagnostics are one row of
+ * draw_block (blk = 0).  The views `draw` and `draws_named` expand the
+ * chunks, `iteration` reads draw_block.  Invariant: every stored draw is in
+ * exactly one chunk row, and every iteration with draws has its draw_block
+ * row.
  *
  * Writing.  The writer keeps the iterations of the chain's last, partial
  * chunk (the tail, < CHUNK iterations) in memory in front of the new ones,
@@ -18,14 +20,19 @@
  * together: the tail's rows are rewritten whole under their old key (INSERT
  * OR REPLACE), so a crash keeps or loses a commit whole and no draw is ever
  * in two rows.  Cost per kept iteration: one insert plus P / CHUNK chunk
- * inserts (amortised; plus P per commit for the tail), each an append to
- * its parameter's key range, so a commit touches at least P leaf pages.
- * The writers of a file in one process share a connection (shared_db).  A new writer (a resumed chain) starts a new
- * chunk; the older partial one stays as it is.
+ * inserts (amortised; plus P per commit for the tail).  Chunk rows are
+ * appended at the table's end (new pages, written once); their index
+ * entries (about 12 bytes) go to P key ranges, so a commit touches about P
+ * index leaf pages.  A commit writes the full chunks first and the P
+ * partial last ones together after them, so the next commit's replacement
+ * of those frees space on a few pages rather than on one page a
+ * parameter.  The writers of a file in one process share a connection
+ * (shared_db).  A new writer (a resumed chain) starts a new chunk; the
+ * older partial one stays as it is.
  *
  * Reading.  A chain's iterations are its draw_block rows of blk = 0, in key
- * order; the draws of parameter p are one range scan of draw_chunk (run, p,
- * chain), merged into those iterations.  fly_trace_draws reads a parameter
+ * order; the draws of parameter p are one range scan of draw_chunk_key (run,
+ * p, chain) with a rowid lookup per chunk row, merged into those iterations.  fly_trace_draws reads a parameter
  * range that way, and the streaming scan reads windows of whole iterations
  * (all parameters, O(P x window) memory).  The integrity check reads the
  * views draw and iteration, so it states its findings in the rows users see.
@@ -283,28 +290,37 @@ static size_t chunks(const int64_t *iter, size_t m, size_t *start)
   return n_chunks;
 }
 
+/* Chunk c of the commit (iterations start[c] .. start[c+1]-1) of parameter p. */
+static fly_rc put_chunk(fly_trace *t, size_t p, size_t c, fly_err *err)
+{
+  sqlite3_stmt *st = t->ins_chunk;
+  size_t a = t->start[c], len = t->start[c + 1] - a, k;
+  sqlite3_bind_int64(st, 3, (int64_t)p);
+  sqlite3_bind_int64(st, 4, t->iter[a]);
+  sqlite3_bind_int64(st, 5, len > 1 ? t->iter[a + 1] - t->iter[a] : 1);
+  sqlite3_bind_int64(st, 6, (int64_t)len);
+  for(k = 0; k < len; k++) sqlite3_bind_double(st, CV + 1 + (int)k, t->th[(a + k) * t->P + p]);
+  for(; k < CHUNK; k++) sqlite3_bind_null(st, CV + 1 + (int)k);
+  return step_done(t, st, "writing draws", err);
+}
+
 static fly_rc commit_locked(fly_trace *t, int64_t iter, const void *ckpt, size_t ckpt_len,
                             fly_err *err)
 {
   size_t m = t->n_tail + t->n, n_chunks = chunks(t->iter, m, t->start), P = t->P;
-  sqlite3_stmt *st = t->ins_chunk;
   fly_rc rc = fly_db_begin(t->db, err);
   if( rc ) return rc;
   for(size_t r = 0; r < t->n && rc == FLY_OK; r++)
     rc = put_diag(t, t->iter[t->n_tail + r], &t->rows[r], err);
-  /* parameter-major: each parameter's rows are appended to its key range */
-  for(size_t p = 0; p < P && rc == FLY_OK; p++){
-    sqlite3_bind_int64(st, 3, (int64_t)p);
-    for(size_t c = 0; c < n_chunks && rc == FLY_OK; c++){
-      size_t a = t->start[c], len = t->start[c + 1] - a, k;
-      sqlite3_bind_int64(st, 4, t->iter[a]);
-      sqlite3_bind_int64(st, 5, len > 1 ? t->iter[a + 1] - t->iter[a] : 1);
-      sqlite3_bind_int64(st, 6, (int64_t)len);
-      for(k = 0; k < len; k++) sqlite3_bind_double(st, CV + 1 + (int)k, t->th[(a + k) * P + p]);
-      for(; k < CHUNK; k++) sqlite3_bind_null(st, CV + 1 + (int)k);
-      rc = step_done(t, st, "writing draws", err);
-    }
-  }
+  /* parameter-major, so that each parameter's index entries are
+   * consecutive; the partial last chunks of all parameters after the full
+   * ones (see the file comment) */
+  size_t n_full = n_chunks && t->start[n_chunks] - t->start[n_chunks - 1] < CHUNK
+                  ? n_chunks - 1 : n_chunks;
+  for(size_t p = 0; p < P && rc == FLY_OK; p++)
+    for(size_t c = 0; c < n_full && rc == FLY_OK; c++) rc = put_chunk(t, p, c, err);
+  for(size_t p = 0; p < P && rc == FLY_OK && n_full < n_chunks; p++)
+    rc = put_chunk(t, p, n_full, err);
   if( rc == FLY_OK && ckpt ){
     sqlite3_bind_int64(t->put_ckpt, 3, iter);
     sqlite3_bind_blob(t->put_ckpt, 4, ckpt, (int)ckpt_len, SQLITE_STATIC);

@@ -10,8 +10,9 @@
  * ONE transaction together with the chain's checkpoint, so after a crash the
  * draws in the file always end exactly at the checkpoint the chain resumes
  * from.  The draws go into rows of one parameter and up to 64 kept
- * iterations (draw_chunk), which SQL clients read a parameter at a time by
- * a range scan; a commit rewrites the writer's last partial row in the same
+ * iterations (draw_chunk), appended in the order written and indexed by
+ * parameter, so SQL clients read a parameter at a time by a range scan of
+ * the index; a commit rewrites the writer's last partial row in the same
  * transaction, so no draw is ever stored twice.
  *
  * Reading.  A reader borrows a database handle and reads one run: its

@@ -305,8 +305,9 @@ eq "integrity" "$(q $db "PRAGMA integrity_check")" ok
 # no kernel statistics columns: the view and columns of version 7 undone;
 # the draws back in draw_block's value columns and the chunks, slots and
 # views of version 8 undone; no typed columns, no loo, prediction or ppc
-# tables, no view draws_by_iter: versions 9 to 13 undone), so the migration
-# rebuilds the setting from run_config.
+# tables, no view draws_by_iter, no index draw_chunk_key: versions 9 to 14
+# undone, 14's rowid table and index with the draw_chunk that undoing 8
+# drops), so the migration rebuilds the setting from run_config.
 expect 0 "$FLYDB" sample --db $db "${BASE[@]}" --theta-steps 1
 ref1=$(last_run)
 before=$ref1
