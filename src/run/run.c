@@ -166,8 +166,8 @@ static int fits_memory(const fly_dataset *sh)
   return !(pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz);
 }
 
-/* All rows in one block for regular MCMC, when they fit (fits_memory);
- * *out NULL (stream the pages instead) when they do not. */
+/* All rows in one block, when they fit (fits_memory); *out NULL (stream
+ * the pages instead) when they do not. */
 static fly_rc load_all(fly_db *db, int64_t ds, const fly_dataset *sh, double **out,
                        fly_err *err)
 {
@@ -449,6 +449,12 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.init_map = c->init_map;
   cc.cache_bytes = (size_t)c->cache_mb << 20;
 
+  /* The rows in memory when they fit: full-data NUTS sums over them, and
+   * the FlyMC chains (and the chooser's pilots) read rows from them instead
+   * of each decoding the pages into a cache of its own. */
+  if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+  cc.Xall = Xall;
+
   if( choose ){
     if( (rc = fly_run_choose(&cc, c->seed, c->warmup + c->iters, dset->n_rows,
                              m.type->n_params(&m), fits_memory(dset), &choice, err)) )
@@ -474,10 +480,6 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
       cc.theta_steps = c->theta_steps;
       cc.eps0 = c->step;
     }
-  }
-  if( c->z == FLY_Z_REGULAR ){
-    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
-    cc.Xall = Xall;
   }
 
   if( resume_id > 0 ){
