@@ -404,8 +404,14 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   /* WAL only now: a configuration error above leaves the file untouched */
   if( (rc = fly_db_wal(db, err)) ) goto done;
 
+  /* The rows in memory when they fit: tuning scans them, full-data NUTS
+   * sums over them, and the FlyMC chains (and the chooser's pilots) read
+   * rows from them instead of each decoding the pages into a cache of its
+   * own. */
+  if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
   fly_tune_opts to;
   fly_tune_opts_default(&to);
+  to.X = Xall;
   to.tuning = c->bounds_fixed ? "fixed" : "map";
   to.fixed_xi = c->fixed_xi;
   to.verbose = c->verbose;
@@ -448,11 +454,6 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.theta_steps = c->theta_steps;
   cc.init_map = c->init_map;
   cc.cache_bytes = (size_t)c->cache_mb << 20;
-
-  /* The rows in memory when they fit: full-data NUTS sums over them, and
-   * the FlyMC chains (and the chooser's pilots) read rows from them instead
-   * of each decoding the pages into a cache of its own. */
-  if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
   cc.Xall = Xall;
 
   if( choose ){

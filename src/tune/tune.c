@@ -90,6 +90,8 @@
 #define TUNE_NEWTON_TOL     1e-10  /* half the Newton decrement: the
                                       decrease of f still to be had */
 #define TUNE_NEWTON_SLACK   1e-12  /* relative rise of f taken as rounding */
+#define TUNE_BLOCK          16     /* pages a Newton scan of rows in memory
+                                      hands the model at once (one dsyrk) */
 #define TUNE_NEWTON_LAST    1e-6   /* decrement g'H^-1 g below which the
                                       step is the last, taken unscanned */
 
@@ -246,6 +248,9 @@ typedef struct scan {
   size_t           P, D, ldx; /* n_params, features, values per stored row */
   int64_t          page_rows, n_pages, n_rows;
   double          *X;         /* one page: page_rows x ldx */
+  const double    *Xall;      /* all rows in memory (fly_tune_opts.X), or
+                                 NULL: read the pages into X */
+  int64_t          block;     /* pages a block of derivs() with Xall */
   double          *logL;      /* page_rows */
   double          *wts;       /* page_rows weights wL = w */
   int64_t          stride;    /* scan pages 0, stride, 2 stride, ... */
@@ -273,14 +278,24 @@ static void say(const scan *sc, const char *fmt, ...)
   fprintf(stderr, "\n");
 }
 
-/* Read data page k into sc->X (*n rows); on the first scan check every
- * value is finite and every target is one the model accepts. */
-static fly_rc read_page(scan *sc, int64_t k, size_t *n, fly_err *err)
+/* Data page k (*n rows) at *X: its rows in sc->Xall, or read into sc->X;
+ * on the first scan check every value is finite and every target is one
+ * the model accepts. */
+static fly_rc read_page(scan *sc, int64_t k, const double **X, size_t *n,
+                        fly_err *err)
 {
-  fly_rc rc = fly_pages_read_page(sc->pg, k, sc->X, n, err);
+  fly_rc rc = FLY_OK;
+  if( sc->Xall ){
+    int64_t r0 = k * sc->page_rows, left = sc->n_rows - r0;
+    *n = (size_t)(left < sc->page_rows ? left : sc->page_rows);
+    *X = sc->Xall + (size_t)r0 * sc->ldx;
+  }else{
+    rc = fly_pages_read_page(sc->pg, k, sc->X, n, err);
+    *X = sc->X;
+  }
   if( rc || sc->checked ) return rc;
   for(size_t i = 0; i < *n; i++){
-    const double *x = sc->X + i * sc->ldx;
+    const double *x = *X + i * sc->ldx;
     int64_t row = k * sc->page_rows + (int64_t)i;
     for(size_t j = 0; j < sc->ldx; j++)
       if( !isfinite(x[j]) )
@@ -314,18 +329,29 @@ static fly_rc derivs(scan *sc, const double *th, double *f, double *g,
   }
   if( H ) memset(H, 0, sc->P * sc->P * sizeof *H);
   int began = fly_db_read_begin(sc->db);
-  for(int64_t k = 0; k < sc->n_pages; k += sc->stride){
-    fly_rc rc = read_page(sc, k, &n, err);
-    if( rc ){ fly_db_read_end(sc->db, began); return rc; }
+  /* with the rows in memory, sc->block consecutive pages at a time (their
+   * rows are consecutive there) */
+  const int64_t span = sc->Xall && sc->stride == 1 ? sc->block : 1;
+  const int64_t step = span > 1 ? span : sc->stride;
+  for(int64_t k = 0; k < sc->n_pages; k += step){
+    const double *X = NULL;
+    size_t nb = 0;
+    for(int64_t q = k; q < k + span && q < sc->n_pages; q++){
+      const double *Xq;
+      fly_rc rc = read_page(sc, q, &Xq, &n, err);
+      if( rc ){ fly_db_read_end(sc->db, began); return rc; }
+      if( !X ) X = Xq;
+      nb += n;
+    }
+    n = nb;
     if( f ){
-      m->type->eval(m, th, sc->X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
+      m->type->eval(m, th, X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
       double s = 0;
       for(size_t i = 0; i < n; i++) s += sc->logL[i];
       ll += s;
-      m->type->grad(m, th, sc->X, sc->ldx, NULL, n, sc->wts, NULL, g,
-                    sc->work);
+      m->type->grad(m, th, X, sc->ldx, NULL, n, sc->wts, NULL, g, sc->work);
     }
-    if( H ) m->type->neg_hess(m, th, sc->X, sc->ldx, n, H, sc->work);
+    if( H ) m->type->neg_hess(m, th, X, sc->ldx, n, H, sc->work);
   }
   fly_db_read_end(sc->db, began);
   if( sc->stride == 1 ) sc->checked = 1;
@@ -579,6 +605,7 @@ typedef struct build {
   int         max_iter;
   double      g_tol;
   int         full_lbfgs;   /* no subsample start (fly_tune_opts) */
+  const double *X;          /* all rows in memory, or NULL (fly_tune_opts) */
   const fly_tune_given *given;  /* NULL: search the MAP and H here */
 } build;
 
@@ -618,17 +645,17 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
   }
 
   for(int64_t k = 0; k < sc->n_pages; k++){
-    if( (rc = read_page(sc, k, &n, err)) ) goto done;
+    const double *X;
+    if( (rc = read_page(sc, k, &X, &n, err)) ) goto done;
     if( f ){
-      m->type->eval(m, th, sc->X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
+      m->type->eval(m, th, X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
       for(size_t i = 0; i < n; i++) ll += sc->logL[i];
-      m->type->grad(m, th, sc->X, sc->ldx, NULL, n, sc->wts, NULL, g,
-                    sc->work);
+      m->type->grad(m, th, X, sc->ldx, NULL, n, sc->wts, NULL, g, sc->work);
     }
     if( !bd->fixed ){
-      m->type->xi_at(m, th, sc->X, sc->ldx, n, xid, sc->work);
+      m->type->xi_at(m, th, X, sc->ldx, n, xid, sc->work);
       for(size_t i = 0; i < n; i++)
-        memcpy(Y + i * D, sc->X + i * sc->ldx, D * sizeof *Y);
+        memcpy(Y + i * D, X + i * sc->ldx, D * sizeof *Y);
       /* Y = X_D L_D^-T: row i is L_D^-1 x_i, so |row i|^2 = x_i' H_D^-1 x_i. */
       if( D && n )
         cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
@@ -667,7 +694,7 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
       }
       if( (rc = fly_pagewriter_add(w, row, err)) ) goto done;
     }
-    m->type->moments_add(m, sc->X, sc->ldx, xf, n, mom, sc->work);
+    m->type->moments_add(m, X, sc->ldx, xf, n, mom, sc->work);
   }
   sc->n_scans++;
   if( f ){
@@ -771,7 +798,10 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
 
   memcpy(best, th, P * sizeof *best);
   for(int it = 1; it <= TUNE_NEWTON_MAX; it++){
-    if( (rc = derivs(sc, th, &f, g, H, err)) ) goto done;
+    sc->block = TUNE_BLOCK;
+    rc = derivs(sc, th, &f, g, H, err);
+    sc->block = 1;
+    if( rc ) goto done;
     if( !(f <= fbest + TUNE_NEWTON_SLACK * fabs(fbest)) ){
       /* worse (or not finite): halve the step from the best point */
       if( !isfinite(fbest) || ++halve > TUNE_NEWTON_HALVE ) break;
@@ -839,7 +869,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   int64_t n_feat = 0, id = 0, old = 0, n_pages = 0;
   int in_tx = 0, ready = 0, info, have_H = 0, unscanned = 0;
   char why[64];
-  size_t P, pr, wl;
+  size_t P, pr, br, wl;
   fly_rc rc;
 
   memset(&sc, 0, sizeof sc);
@@ -866,10 +896,14 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   sc.n_pages = in->n_pages;
   sc.n_rows = in->n_rows;
   pr = (size_t)in->page_rows;
-  wl = m->type->work_len(m, pr);
+  sc.Xall = bd->X;
+  sc.block = 1;
+  /* the evaluation buffers hold a block of TUNE_BLOCK pages with Xall */
+  br = sc.Xall ? pr * TUNE_BLOCK : pr;
+  wl = m->type->work_len(m, br);
   sc.X = fly_alloc_array(pr, in->width * sizeof(double));
-  sc.logL = fly_alloc_array(pr, sizeof(double));
-  sc.wts = fly_alloc_array(pr, sizeof(double));
+  sc.logL = fly_alloc_array(br, sizeof(double));
+  sc.wts = fly_alloc_array(br, sizeof(double));
   sc.work = fly_alloc_array(wl ? wl : 1, sizeof(double));
   th = fly_alloc_array(P, sizeof *th);
   H = fly_alloc_array(P * P, sizeof *H);
@@ -883,7 +917,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
     rc = fly_fail(err, FLY_NOMEM, "tuning buffers for pages of %zu rows", pr);
     goto done;
   }
-  for(size_t i = 0; i < pr; i++) sc.wts[i] = 1;
+  for(size_t i = 0; i < br; i++) sc.wts[i] = 1;
   sc.stride = 1;
   sc.w = 1;
 
@@ -1102,6 +1136,7 @@ fly_rc fly_tune_get(fly_db *db, int64_t dataset_id, const fly_model *m,
   bd.g_tol = o->g_tol > 0 ? o->g_tol : TUNE_G_TOL;
   bd.given = o->given;
   bd.full_lbfgs = o->full_lbfgs;
+  bd.X = o->X;
 
   if( (rc = find_set(db, dataset_id, m->type->name, mopts, tuning, &id,
                      &ready, err)) ) return rc;

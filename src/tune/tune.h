@@ -55,6 +55,11 @@ typedef struct fly_tune_opts {
                              rows and a normal prior, L-BFGS on a
                              subsample, then Newton steps on the full data
                              (the same MAP, about 3 scans instead of 13) */
+  const double *X;        /* NULL (default): scans read the data pages;
+                             else every row of the data set in memory (N x
+                             width, as the pages decode them), which the
+                             scans read instead (the same values, so the
+                             same bound set); borrowed for the call */
   const fly_tune_given *given; /* NULL (default): search the MAP; else
                              build at this MAP and H without scanning for
                              them (MAP tuning: xi and keys at it) */
