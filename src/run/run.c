@@ -404,11 +404,14 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   /* WAL only now: a configuration error above leaves the file untouched */
   if( (rc = fly_db_wal(db, err)) ) goto done;
 
-  /* The rows in memory when they fit: tuning scans them, full-data NUTS
-   * sums over them, and the FlyMC chains (and the chooser's pilots) read
-   * rows from them instead of each decoding the pages into a cache of its
-   * own. */
-  if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+  /* The rows in memory when they fit (fits_memory) and a chain's page
+   * cache would hold them all anyway (else the cache is the budget the
+   * user set): tuning scans them, full-data NUTS sums over them, and the
+   * FlyMC chains (and the chooser's pilots) read rows from them instead of
+   * each decoding the pages into a cache of its own. */
+  if( c->z == FLY_Z_REGULAR || (double)dset->n_rows * (double)dset->width * 8.0 <=
+                               (double)((size_t)c->cache_mb << 20) )
+    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
   fly_tune_opts to;
   fly_tune_opts_default(&to);
   to.X = Xall;
@@ -481,6 +484,11 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
       cc.theta_steps = c->theta_steps;
       cc.eps0 = c->step;
     }
+  }
+
+  if( c->z == FLY_Z_REGULAR && !Xall ){
+    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+    cc.Xall = Xall;
   }
 
   if( resume_id > 0 ){
