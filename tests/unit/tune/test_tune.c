@@ -415,6 +415,7 @@ static void test_sub_newton(fly_db *db)
                       sqrt(bs->cov[j * d.D + j]));
     TAP_OK(dsd <= 1e-9, "tall: the same MAP from the rows in memory (%.3g sds "
            "apart)", dsd);
+    check_map_set(db, &d, ix, 1.0, 1e-4);
   }
   fly_bounds_free(bs);
   fly_bounds_free(bl);
