@@ -53,7 +53,9 @@ static fly_opt sample_opts_tmpl[] = {
                            "width); adapted during warm-up", 0, 0 },
   { "init", FLY_OPT_VALUE, "laplace (default: a draw around the MAP) | map", 0, 0 },
   { "cache-mb", FLY_OPT_VALUE, "decoded-page cache per chain in MiB (default: a quarter "
-                               "of RAM shared by the chains, at least 256); gibbs scans "
+                               "of RAM shared by the chains, at least 256); where it "
+                               "holds every row, the rows are decoded once into memory "
+                               "that every chain reads instead; gibbs scans "
                                "also keep every row's bound coefficients in it when they "
                                "fit half of what the data pages leave, and for logistic "
                                "an f32 copy of every row if that fits too, so a scan "

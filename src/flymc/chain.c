@@ -214,6 +214,25 @@ fly_rc fly_chain_full_sum(fly_chain *c, const double *th, double *out, double *g
   return FLY_OK;
 }
 
+fly_rc fly_chain_read_data(fly_chain *c, const int64_t *ids, size_t n, double *out,
+                           fly_err *err)
+{
+  const double *X = c->cfg->Xall;
+  if( !X ) return fly_pages_read_rows(c->data, ids, n, out, err);
+  for(size_t i = 0; i < n; i++){
+    if( ids[i] < 0 || ids[i] >= c->cfg->N )
+      return fly_fail(err, FLY_RANGE, "row %lld of %lld", (long long)ids[i],
+                      (long long)c->cfg->N);
+    memcpy(out + i * c->W, X + (size_t)ids[i] * c->W, c->W * sizeof *out);
+  }
+  return FLY_OK;
+}
+
+int fly_chain_row_cached(const fly_chain *c, int64_t row)
+{
+  return c->cfg->Xall ? 1 : fly_pages_row_cached(c->data, row);
+}
+
 fly_rc fly_chain_full_logpost(fly_chain *c, double *lp, double *seconds,
                               fly_err *err)
 {
@@ -551,7 +570,7 @@ fly_rc fly_chain_restore(fly_chain *c, const void *blob, size_t len, fly_err *er
   /* Rebuild the block in the saved order: data from the store, gaps saved. */
   if( B ){
     int began = fly_db_read_begin(c->db);
-    rc = fly_pages_read_rows(c->data, rows, B, c->cX, err);
+    rc = fly_chain_read_data(c, rows, B, c->cX, err);
     if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, rows, B, c->cB, err);
     fly_db_read_end(c->db, began);
     if( rc ) goto done;

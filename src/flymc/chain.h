@@ -67,8 +67,11 @@ typedef struct fly_chain_cfg {
   int                sketch_all; /* check cached rows too (default 0: a row whose page
                                     is decoded is read, cheaper than its check);
                                     then the rows read depend on theta alone */
-  const double      *Xall;       /* regular: all rows in memory (N x W), or NULL
-                                    to stream pages */
+  const double      *Xall;       /* all rows in memory (N x W), or NULL to stream
+                                    pages: regular sums over them, the FlyMC
+                                    modes read their rows from them (the
+                                    values the pages decode to, so the same
+                                    draws) */
   int64_t            N;
   size_t             W;          /* values per stored row */
   fly_zmode          z;

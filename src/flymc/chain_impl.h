@@ -112,6 +112,16 @@ fly_rc fly_chain_ev_reserve(fly_chain *c, size_t n, fly_err *err);
 /* Candidate buffers for n rows, and evaluation buffers to match. */
 fly_rc fly_chain_cand_reserve(fly_chain *c, size_t n, fly_err *err);
 
+/* Copy data rows ids[0..n) into out (n x W) in the caller's order: from
+ * cfg->Xall when the rows are in memory, else through the data pages
+ * (fly_pages_read_rows; FLY_RANGE for an id out of range).  The values are
+ * the same either way (Xall holds the pages decoded). */
+fly_rc fly_chain_read_data(fly_chain *c, const int64_t *ids, size_t n, double *out,
+                           fly_err *err);
+/* Whether reading row `row` costs a memcpy, not a page fetch: 1 with
+ * cfg->Xall, else fly_pages_row_cached. */
+int    fly_chain_row_cached(const fly_chain *c, int64_t row);
+
 /* The FlyMC target (chain.c): log p(theta | z) with the current z, and
  * accept(), which makes the last evaluated gaps current. */
 fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *grad,

@@ -93,7 +93,7 @@ fly_rc fly_zstep_read(fly_chain *c, size_t k, int xi_known, fly_err *err)
   fly_rc rc;
   if( k == 0 ) return FLY_OK;
   fly_prof_push(&c->prof, FLY_PROF_READ);
-  rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err);
+  rc = fly_chain_read_data(c, c->cid, k, c->cX, err);
   if( rc == FLY_OK && !xi_known ) rc = fly_pages_read_rows(c->bnd, c->cid, k, c->cB, err);
   fly_prof_pop(&c->prof);
   if( rc ) return rc;
@@ -231,7 +231,7 @@ static fly_rc scan_screened(fly_chain *c, fly_err *err)
     c->n_reads += (int64_t)k;
     if( k == 0 ) continue;
     fly_prof_push(&c->prof, FLY_PROF_READ);
-    rc = fly_pages_read_rows(c->data, c->cid, k, c->cX, err);
+    rc = fly_chain_read_data(c, c->cid, k, c->cX, err);
     fly_prof_pop(&c->prof);
     if( rc ) return rc;
     scan_eval(c, c->cX, s->ccf, k);

@@ -66,7 +66,7 @@ static fly_rc explicit_step(fly_chain *c, fly_err *err)
   if( nread ){
     int64_t *ids = c->cid + k;
     fly_prof_push(&c->prof, FLY_PROF_READ);
-    rc = fly_pages_read_rows(c->data, ids, nread, c->cX + k * c->W, err);
+    rc = fly_chain_read_data(c, ids, nread, c->cX + k * c->W, err);
     if( rc == FLY_OK ) rc = fly_pages_read_rows(c->bnd, ids, nread, c->cB, err);
     fly_prof_pop(&c->prof);
     if( rc ) return rc;

@@ -98,7 +98,7 @@ static void keep_candidates(fly_chain *c, gibbs_state *g, size_t *k)
     fly_buckets_xi(bk, g->cpos[j], xr);
     /* a row whose page is decoded already costs a memcpy to read: cheaper
      * than the checks, which are for rows that would cost a fetch */
-    if( sk && (c->cfg->sketch_all || !fly_pages_row_cached(c->data, c->cid[j])) ){
+    if( sk && (c->cfg->sketch_all || !fly_chain_row_cached(c, c->cid[j])) ){
       double rho = fly_sketch_rho(sk, g->cpos[j], &g->skat);   /* placed: by position */
       double q = -expm1(-fly_buckets_row_upper(bk, g->cbk[j], c->m, xr, rho));
       if( q < ph ) ph = q;
@@ -172,7 +172,7 @@ static fly_rc gibbs_step(fly_chain *c, fly_err *err)
     fly_zset_prefetch(c->br.z, row);
     /* keep_candidates' page-map lookup, in the same pass as the z bit
      * (almost every candidate is dark) */
-    if( c->cfg->sketch ) fly_pages_prefetch_row(c->data, row);
+    if( c->cfg->sketch && !c->cfg->Xall ) fly_pages_prefetch_row(c->data, row);
   }
   size_t dark = 0;
   for(size_t j = 0; j < k; j++){

@@ -3,12 +3,14 @@
  * effective draw (see choose.h for the cost model and its reasons).
  *
  * The pilot is an ordinary chain on a stream of its own; its draws are kept
- * in memory only and it leaves no trace in the database.  Memory: its
- * P x FLY_CHOOSE_ITERS draws.
+ * in memory only and it leaves no trace in the database.  The two pilots
+ * run at the same time, the NUTS one on a thread of its own.  Memory: each
+ * pilot's P x FLY_CHOOSE_ITERS draws and its chain's caches.
  */
 #include "run/choose.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,21 +69,39 @@ done:
   return rc;
 }
 
+/* A pilot on a thread of its own. */
+typedef struct pilot_job {
+  const fly_chain_cfg *cc;
+  uint64_t seed;
+  int64_t  W;
+  size_t   S, P;
+  double  *draws;          /* P x S */
+  fly_stats_ws *ws;
+  double   work, ess;
+  fly_rc   rc;
+  fly_err  err;
+} pilot_job;
+
+static void *pilot_thread(void *u)
+{
+  pilot_job *j = u;
+  j->rc = pilot(j->cc, j->seed, j->W, j->S, j->P, j->draws, j->ws, &j->work, &j->ess,
+                &j->err);
+  return NULL;
+}
+
 fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters, int64_t N,
                       size_t P, int in_memory, fly_choice *ch, fly_err *err)
 {
-  fly_stats_ws *ws = NULL;
-  double *draws = NULL;   /* parameter-major: draw t of parameter j at j*S + t */
   const int64_t W = clamp(run_iters / 4, 0, FLY_CHOOSE_WARMUP);
   const size_t S = (size_t)clamp(run_iters / 2, FLY_CHOOSE_MIN, FLY_CHOOSE_ITERS);
-  fly_rc rc;
+  pilot_job jobs[2];
+  pthread_t th;
+  int threaded = 0;
+  fly_rc rc = FLY_OK;
 
   memset(ch, 0, sizeof *ch);
-  if( !(draws = fly_alloc_array(P, S * sizeof *draws)) ){
-    rc = fly_fail(err, FLY_NOMEM, "pilot draws");
-    goto done;
-  }
-  if( (rc = fly_stats_ws_new(1, S, &ws, err)) ) goto done;
+  memset(jobs, 0, sizeof jobs);
   /* FlyMC with MH x theta_steps (cc as given), then with one NUTS update */
   fly_chain_cfg cn = *cc;
   cn.kernel = FLY_K_NUTS;
@@ -92,8 +112,29 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters,
   cm.n_warmup = W;
   const fly_chain_cfg *cfgs[2] = { &cm, &cn };
   for(int k = 0; k < 2; k++){
-    if( (rc = pilot(cfgs[k], seed, W, S, P, draws, ws, &ch->pilot_work[k], &ch->pilot_ess[k],
-                    err)) ) goto done;
+    jobs[k] = (pilot_job){ .cc = cfgs[k], .seed = seed, .W = W, .S = S, .P = P };
+    if( !(jobs[k].draws = fly_alloc_array(P, S * sizeof *jobs[k].draws)) ){
+      rc = fly_fail(err, FLY_NOMEM, "pilot draws");
+      goto done;
+    }
+    if( (rc = fly_stats_ws_new(1, S, &jobs[k].ws, err)) ) goto done;
+  }
+  /* The pilots are independent chains (each its own RNG, reading the
+   * shared index and bounds only): the NUTS one runs on a thread of its
+   * own beside the MH one, with the same draws as one after the other. */
+  threaded = pthread_create(&th, NULL, pilot_thread, &jobs[1]) == 0;
+  pilot_thread(&jobs[0]);
+  if( threaded ) pthread_join(th, NULL);
+  else pilot_thread(&jobs[1]);
+  for(int k = 0; k < 2; k++)
+    if( jobs[k].rc ){
+      rc = jobs[k].rc;
+      *err = jobs[k].err;
+      goto done;
+    }
+  for(int k = 0; k < 2; k++){
+    ch->pilot_work[k] = jobs[k].work;
+    ch->pilot_ess[k] = jobs[k].ess;
     ch->flymc_cost[k] = ch->pilot_work[k] / (ch->pilot_ess[k] / (double)S);
   }
   ch->pilot_iters = (int64_t)S;
@@ -114,7 +155,9 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters,
            ch->pilot_work[0], ch->pilot_ess[0], S, ch->flymc_cost[1], ch->pilot_work[1],
            ch->pilot_ess[1], "; force any with --regular, --z or --sampler");
 done:
-  fly_stats_ws_free(ws);
-  fly_free(draws);
+  for(int k = 0; k < 2; k++){
+    fly_stats_ws_free(jobs[k].ws);
+    fly_free(jobs[k].draws);
+  }
   return rc;
 }

@@ -166,8 +166,8 @@ static int fits_memory(const fly_dataset *sh)
   return !(pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz);
 }
 
-/* All rows in one block for regular MCMC, when they fit (fits_memory);
- * *out NULL (stream the pages instead) when they do not. */
+/* All rows in one block, when they fit (fits_memory); *out NULL (stream
+ * the pages instead) when they do not. */
 static fly_rc load_all(fly_db *db, int64_t ds, const fly_dataset *sh, double **out,
                        fly_err *err)
 {
@@ -404,8 +404,17 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   /* WAL only now: a configuration error above leaves the file untouched */
   if( (rc = fly_db_wal(db, err)) ) goto done;
 
+  /* The rows in memory when they fit (fits_memory) and a chain's page
+   * cache would hold them all anyway (else the cache is the budget the
+   * user set): tuning scans them, full-data NUTS sums over them, and the
+   * FlyMC chains (and the chooser's pilots) read rows from them instead of
+   * each decoding the pages into a cache of its own. */
+  if( c->z == FLY_Z_REGULAR || (double)dset->n_rows * (double)dset->width * 8.0 <=
+                               (double)((size_t)c->cache_mb << 20) )
+    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
   fly_tune_opts to;
   fly_tune_opts_default(&to);
+  to.X = Xall;
   to.tuning = c->bounds_fixed ? "fixed" : "map";
   to.fixed_xi = c->fixed_xi;
   to.verbose = c->verbose;
@@ -448,6 +457,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.theta_steps = c->theta_steps;
   cc.init_map = c->init_map;
   cc.cache_bytes = (size_t)c->cache_mb << 20;
+  cc.Xall = Xall;
 
   if( choose ){
     if( (rc = fly_run_choose(&cc, c->seed, c->warmup + c->iters, dset->n_rows,
@@ -475,7 +485,8 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
       cc.eps0 = c->step;
     }
   }
-  if( c->z == FLY_Z_REGULAR ){
+
+  if( c->z == FLY_Z_REGULAR && !Xall ){
     if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
     cc.Xall = Xall;
   }

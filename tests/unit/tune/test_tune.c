@@ -214,7 +214,11 @@ static double explicit_bound_sum(const fly_model *m, const data *d,
 
 /* ---- the main MAP-tuned checks -------------------------------------- */
 
-static void check_map_set(fly_db *db, const data *d, int64_t id, double s2)
+/* htol: H's largest deviation from the in-memory Hessian at the MAP,
+ * relative to its largest entry (a subsample start's H is from the last
+ * Newton iterate, within 1e-3 sds of the MAP). */
+static void check_map_set(fly_db *db, const data *d, int64_t id, double s2,
+                          double htol)
 {
   fly_model m = model_of(d, FLY_PRIOR_NORMAL, sqrt(s2));
   fly_bounds *b = NULL;
@@ -263,7 +267,7 @@ static void check_map_set(fly_db *db, const data *d, int64_t id, double s2)
       if( j > i ) up = fmax(up, fabs(b->chol_cov[i * D + j]) +
                                 fabs(b->chol_prec[i * D + j]));
     }
-  TAP_OK(dh <= 1e-10 * max_abs(H, D * D), "H equals the in-memory Hessian "
+  TAP_OK(dh <= htol * max_abs(H, D * D), "H equals the in-memory Hessian "
          "(%.3g of %.3g)", dh, max_abs(H, D * D));
   TAP_OK(di <= 1e-10 && dc <= 1e-12 * max_abs(b->cov, D * D) && up == 0,
          "cov = H^-1 (%.3g), chol_cov lower with L L' = cov (%.3g)", di, dc);
@@ -354,6 +358,91 @@ static int64_t tune(fly_db *db, const data *d, fly_prior prior, double scale,
   return id;
 }
 
+/* ---- the subsample start on tall data ------------------------------ */
+
+/* 100,000 rows (4 x 20,000: every 5th page is the subsample): the MAP from
+ * the subsample start and full-data Newton steps must be the MAP of
+ * L-BFGS on the full data (fly_tune_opts.full_lbfgs) to within 1e-3
+ * posterior sds, with the same log posterior to 1e-10 relative and H to
+ * 1e-4, and the set must pass every check of a MAP-tuned set. */
+static void test_sub_newton(fly_db *db)
+{
+  data d;
+  fly_err err = {0};
+  fly_bounds *bs = NULL, *bl = NULL;
+  int64_t is = -1, il = -1;
+  fly_rc rc;
+  TAP_OK(make_data(db, "tall", 100000, 4, 21, 0.5, 0, &d),
+         "store of 100000 rows x 4 features in 1000 pages");
+  fly_model m = model_of(&d, FLY_PRIOR_NORMAL, 1);
+  fly_tune_opts o;
+  fly_tune_opts_default(&o);
+  rc = fly_tune_get(db, d.ds, &m, &o, &is, &err);
+  TAP_OK(rc == FLY_OK && fly_bounds_load(db, is, &m, &bs, &err) == FLY_OK,
+         "tall: tuned from a subsample start (%s)", err.msg);
+  if( bs ) check_map_set(db, &d, is, 1.0, 1e-4);
+  o.full_lbfgs = 1;
+  o.force = 1;
+  rc = fly_tune_get(db, d.ds, &m, &o, &il, &err);
+  TAP_OK(rc == FLY_OK && fly_bounds_load(db, il, &m, &bl, &err) == FLY_OK,
+         "tall: tuned by L-BFGS on the full data (%s)", err.msg);
+  if( bs && bl ){
+    double dsd = 0, dh = 0;
+    for(size_t j = 0; j < d.D; j++)
+      dsd = fmax(dsd, fabs(bs->theta_map[j] - bl->theta_map[j]) /
+                      sqrt(bl->cov[j * d.D + j]));
+    for(size_t i = 0; i < d.D * d.D; i++) dh = fmax(dh, fabs(bs->prec[i] - bl->prec[i]));
+    TAP_OK(dsd <= 1e-3, "tall: the same MAP as full L-BFGS (%.3g sds apart)", dsd);
+    TAP_OK(fabs(bs->map_logpost - bl->map_logpost) <= 1e-10 * fabs(bl->map_logpost),
+           "tall: the same log posterior at the MAP (%.17g, %.17g)", bs->map_logpost,
+           bl->map_logpost);
+    TAP_OK(dh <= 1e-4 * max_abs(bl->prec, d.D * d.D), "tall: the same Laplace "
+           "precision (%.3g of %.3g)", dh, max_abs(bl->prec, d.D * d.D));
+  }
+  /* The rows in memory (fly_tune_opts.X) instead of the pages: the same
+   * values, so the same MAP (the Newton scans sum them in other blocks). */
+  fly_bounds *bx = NULL;
+  int64_t ix = -1;
+  o.full_lbfgs = 0;
+  o.X = d.X;
+  rc = fly_tune_get(db, d.ds, &m, &o, &ix, &err);
+  TAP_OK(rc == FLY_OK && fly_bounds_load(db, ix, &m, &bx, &err) == FLY_OK,
+         "tall: tuned from the rows in memory (%s)", err.msg);
+  if( bs && bx ){
+    double dsd = 0;
+    for(size_t j = 0; j < d.D; j++)
+      dsd = fmax(dsd, fabs(bs->theta_map[j] - bx->theta_map[j]) /
+                      sqrt(bs->cov[j * d.D + j]));
+    TAP_OK(dsd <= 1e-9, "tall: the same MAP from the rows in memory (%.3g sds "
+           "apart)", dsd);
+    check_map_set(db, &d, ix, 1.0, 1e-4);
+  }
+  fly_bounds_free(bs);
+  fly_bounds_free(bl);
+  fly_bounds_free(bx);
+  free(d.X);
+
+  /* Short data (full L-BFGS, page by page either way): bit for bit. */
+  TAP_OK(make_data(db, "short", 3000, 4, 22, 0.5, 0, &d), "store of 3000 rows");
+  m = model_of(&d, FLY_PRIOR_NORMAL, 1);
+  fly_tune_opts_default(&o);
+  rc = fly_tune_get(db, d.ds, &m, &o, &is, &err);
+  if( rc == FLY_OK ) rc = fly_bounds_load(db, is, &m, &bs, &err);
+  o.X = d.X;
+  o.force = 1;
+  if( rc == FLY_OK ) rc = fly_tune_get(db, d.ds, &m, &o, &ix, &err);
+  if( rc == FLY_OK ) rc = fly_bounds_load(db, ix, &m, &bx, &err);
+  TAP_OK(rc == FLY_OK && bs && bx
+         && memcmp(bs->theta_map, bx->theta_map, d.D * sizeof(double)) == 0
+         && memcmp(bs->prec, bx->prec, d.D * d.D * sizeof(double)) == 0
+         && memcmp(bs->mom, bx->mom, bs->n_mom * sizeof(double)) == 0,
+         "short: the rows in memory give the pages' bound set bit for bit (%s)",
+         err.msg);
+  fly_bounds_free(bs);
+  fly_bounds_free(bx);
+  free(d.X);
+}
+
 /* ---- a process killed in the middle of a build ---------------------- */
 
 /* A real SIGKILL: nothing runs after it (not even valgrind's leak check,
@@ -436,7 +525,7 @@ int main(void)
          && count(db, "SELECT count(*) FROM bound_page") == 26
          && count(db, "SELECT count(*) FROM moment") == 4 * 4 + 4 + 1,
          "bound_set row, 26 bound pages, 21 moment rows");
-  check_map_set(db, &d, id, 4.0);
+  check_map_set(db, &d, id, 4.0, 1e-10);
 
   /* Reuse, then --force. */
   double secs = query_double(db, "SELECT tune_seconds FROM bound_set");
@@ -534,6 +623,7 @@ int main(void)
   TAP_OK(rc == FLY_OK, "same build succeeds without the trigger (%s)", err.msg);
 
   test_kill(db, &d);
+  test_sub_newton(db);
 
   /* --force on a set a run uses. */
   fly_db_exec(db, "INSERT INTO run(dataset_id, bound_set_id, model, sampler,"
