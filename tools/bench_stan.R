@@ -49,7 +49,8 @@
 #   seconds S min_ess E cpu C
 # (S: the wall time of the sampling, warm-up included; E: the smallest
 # posterior::ess_bulk over the coefficients; C: the CPU seconds, user +
-# system, of this process and the chains) and writes DIR/stan-MODEL.csv:
+# system, of this process and of the two chains, each timing itself) and
+# writes DIR/stan-MODEL.csv:
 # one row per coefficient in flydb's order (softmax class-major) with its
 # mean, mcse_mean and ess_bulk.
 suppressMessages({ library(rstan); library(posterior); library(data.table); library(parallel) })
@@ -170,13 +171,19 @@ if (check) {
 iters <- as.integer(a[4]); warmup <- as.integer(a[5]); seed <- as.integer(a[6])
 data <- standata(seq_len(N))
 init <- if (model == "logistic") "random" else 0
+# Each chain times its own CPU: the parent's count of its children's CPU
+# depends on when parallel reaps them, and misses a chain not yet reaped.
 t0 <- Sys.time(); c0 <- proc.time()
-fits <- mclapply(1:2, function(ch)
-  sampling(sm, data = data, chains = 1, chain_id = ch, iter = warmup + iters, warmup = warmup,
-           seed = seed, refresh = 0, init = init), mc.cores = 2)
+runs <- mclapply(1:2, function(ch) {
+  c1 <- proc.time()
+  fit <- sampling(sm, data = data, chains = 1, chain_id = ch, iter = warmup + iters,
+                  warmup = warmup, seed = seed, refresh = 0, init = init)
+  list(fit = fit, cpu = sum((proc.time() - c1)[c("user.self", "sys.self")]))
+}, mc.cores = 2)
 secs <- as.numeric(difftime(Sys.time(), t0, units = "secs"))
-c1 <- proc.time() - c0
-cpu <- sum(c1[c("user.self", "sys.self", "user.child", "sys.child")], na.rm = TRUE)
+for (r in runs) if (!is.list(r) || is.null(r$fit)) stop("a chain failed: ", paste(r, collapse = " "))
+cpu <- sum((proc.time() - c0)[c("user.self", "sys.self")]) + sum(sapply(runs, `[[`, "cpu"))
+fits <- lapply(runs, `[[`, "fit")
 fit <- sflist2stanfit(fits)
 
 dr <- as_draws_array(as.array(fit, pars = "beta"))
