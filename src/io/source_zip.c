@@ -18,8 +18,17 @@
  * member to its end.
  *
  * Cost.  Streaming, memory flat: the input buffer and the decoder's window
- * (gzip 32 KiB; zstd up to its default limit of 2^27 bytes, as the frame
- * asks; xz the dictionary of the preset, 8 MiB at -6).
+ * (gzip 32 KiB; zstd and xz as the header asks, 8 MiB at xz -6, at most
+ * 2^FLY_ZIP_WINDOW_LOG_MAX bytes).
+ *
+ * Window limit.  The header of a zstd frame or an xz block states the
+ * window (dictionary) the decoder allocates; a hostile 20-byte file could
+ * ask for 4 GiB of xz dictionary.  Both are refused beyond 128 MiB (2^27),
+ * zstd's own default limit, which its command-line tool also applies
+ * without --memory or --long; xz -9 uses 64 MiB.  Such a file fails
+ * (FLY_CORRUPT) with a message naming the limit.  The fuzz harnesses build with a
+ * lower limit (tools/fuzz) so that an input cannot spend its execution
+ * mapping a large window.
  */
 #include "io/source_int.h"
 
@@ -28,10 +37,18 @@
 #include <string.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "util/mem.h"
 
 #define ZIP_IN 65536       /* bytes of compressed input buffered */
+
+#ifndef FLY_ZIP_WINDOW_LOG_MAX
+#define FLY_ZIP_WINDOW_LOG_MAX 27   /* windows of at most 2^27 bytes */
+#endif
+/* liblzma's memory limit: the largest dictionary plus the decoder's own
+ * state (about 30 KiB for LZMA2, 32 KiB for the stream and block layers). */
+#define XZ_MEMLIMIT (((uint64_t)1 << FLY_ZIP_WINDOW_LOG_MAX) + ((uint64_t)1 << 17))
 
 typedef struct zip zip;
 typedef fly_rc zip_step(fly_source *s, zip *z, char *buf, size_t cap,
@@ -83,13 +100,27 @@ static fly_rc truncated(fly_source *s, fly_err *err)
                   s->name, s->kind->name, (unsigned long long)s->in_bytes);
 }
 
-static fly_rc corrupt(fly_source *s, const zip *z, const char *why, fly_err *err)
+/* The raw byte the decoder has reached. */
+static unsigned long long raw_at(const fly_source *s, const zip *z)
 {
-  unsigned long long at = s->in_bytes - (z->in_len - z->in_pos);
-  return fly_fail(err, FLY_CORRUPT, "%s: corrupt %s stream near byte %llu: %s",
-                  s->name, s->kind->name, at, why);
+  return s->in_bytes - (z->in_len - z->in_pos);
 }
 
+static fly_rc corrupt(fly_source *s, const zip *z, const char *why, fly_err *err)
+{
+  return fly_fail(err, FLY_CORRUPT, "%s: corrupt %s stream near byte %llu: %s",
+                  s->name, s->kind->name, raw_at(s, z), why);
+}
+
+/* The header asks for a window (what: "window", "dictionary") over the
+ * limit. */
+static fly_rc too_large(fly_source *s, const zip *z, const char *what, fly_err *err)
+{
+  return fly_fail(err, FLY_CORRUPT, "%s: %s stream near byte %llu: %s larger "
+                  "than the limit of 2^%d bytes (decompress the file first)",
+                  s->name, s->kind->name, raw_at(s, z), what,
+                  FLY_ZIP_WINDOW_LOG_MAX);
+}
 /* The read of the three kinds: decode into buf until some text is there,
  * the text ends, or a failure.  z->step decodes once from
  * z->in[in_pos..in_len) into buf[*out..cap), advancing both, and clears
@@ -163,7 +194,9 @@ static fly_rc zst_open(fly_source *s, fly_err *err)
   fly_rc rc = zip_new(s, zst_step, &z, err);
   if( rc ) return rc;
   z->zs = ZSTD_createDStream();
-  if( !z->zs || ZSTD_isError(ZSTD_initDStream(z->zs)) )
+  if( !z->zs || ZSTD_isError(ZSTD_initDStream(z->zs)) ||
+      ZSTD_isError(ZSTD_DCtx_setParameter(z->zs, ZSTD_d_windowLogMax,
+                                          FLY_ZIP_WINDOW_LOG_MAX)) )
     return fly_fail(err, FLY_NOMEM, "%s: cannot start the zstd decoder", s->name);
   return FLY_OK;
 }
@@ -175,6 +208,8 @@ static fly_rc zst_step(fly_source *s, zip *z, char *buf, size_t cap,
   ZSTD_outBuffer ob = { buf, cap, *out };
   size_t r;
   r = ZSTD_decompressStream(z->zs, &ob, &ib);
+  if( ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge )
+    return too_large(s, z, "window", err);
   if( ZSTD_isError(r) ) return corrupt(s, z, ZSTD_getErrorName(r), err);
   z->in_pos = ib.pos;
   *out = ob.pos;
@@ -191,7 +226,7 @@ static fly_rc xz_open(fly_source *s, fly_err *err)
   fly_rc rc = zip_new(s, xz_step, &z, err);
   if( rc ) return rc;
   z->x = init;
-  if( lzma_stream_decoder(&z->x, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK )
+  if( lzma_stream_decoder(&z->x, XZ_MEMLIMIT, LZMA_CONCATENATED) != LZMA_OK )
     return fly_fail(err, FLY_NOMEM, "%s: cannot start the xz decoder", s->name);
   z->x_init = 1;
   z->mid = 1;               /* liblzma itself tells where streams end */
@@ -205,7 +240,6 @@ static const char *xz_why(lzma_ret r)
   case LZMA_OPTIONS_ERROR: return "unsupported options";
   case LZMA_DATA_ERROR:    return "compressed data is corrupt";
   case LZMA_BUF_ERROR:     return "unexpected end of input";
-  case LZMA_MEMLIMIT_ERROR:
   case LZMA_MEM_ERROR:     return "out of memory";
   default:                 return "decoder error";
   }
@@ -231,6 +265,7 @@ static fly_rc xz_step(fly_source *s, zip *z, char *buf, size_t cap,
   if( r == LZMA_OK ) return FLY_OK;
   if( r == LZMA_BUF_ERROR && fin ) return truncated(s, err);
   if( r == LZMA_MEM_ERROR ) return fly_fail(err, FLY_NOMEM, "%s: xz decoder", s->name);
+  if( r == LZMA_MEMLIMIT_ERROR ) return too_large(s, z, "dictionary", err);
   return corrupt(s, z, xz_why(r), err);
 }
 
