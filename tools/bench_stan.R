@@ -50,9 +50,8 @@
 # (S: the wall time of the sampling, warm-up included; E: the smallest
 # posterior::ess_bulk over the coefficients; C: the CPU seconds, user +
 # system, of this process and of the two chains, each timing itself) and
-# writes DIR/stan-MODEL.csv:
-# one row per coefficient in flydb's order (softmax class-major) with its
-# mean, mcse_mean and ess_bulk.
+# writes DIR/stan-MODEL.csv: one row per coefficient in flydb's order
+# (softmax class-major) with its mean, mcse_mean and ess_bulk.
 suppressMessages({ library(rstan); library(posterior); library(data.table); library(parallel) })
 a <- commandArgs(trailingOnly = TRUE)
 check <- length(a) >= 4 && a[4] == "check"
