@@ -13,11 +13,13 @@
  * output with --out, else to standard error (the predictions hold stdout).
  * On any failure nothing is stored.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "predict/predict.h"
@@ -40,7 +42,8 @@ static const char help_note[] =
   "(robust), printed and stored in table prediction.\n"
   "On an error (a bad cell names file:line:column) the exit status is 1 and\n"
   "nothing is stored; with --out no file is created (written beside it and\n"
-  "renamed on success), while to standard output the rows before the failing\n"
+  "renamed on success; a pipe or device such as /dev/null is written as it\n"
+  "is), while to standard output the rows before the failing\n"
   "one have already been written: use --out, or check the exit status.\n";
 
 int fly_cmd_predict(int argc, char **argv)
@@ -94,7 +97,15 @@ int fly_cmd_predict(int argc, char **argv)
   const char *out_path = fly_args_str(&a, "out", NULL);
 
   fly_rc rc = fly_db_open(fly_args_str(&a, "db", "flydb.db"), 0, &db, &err);
-  if( rc == FLY_OK && out_path ){
+  /* A regular file is written beside and renamed into place on success; a
+   * device or pipe (--out /dev/null, a FIFO) is written as it is: renaming
+   * onto it would replace the device node with a file. */
+  struct stat sb;
+  int direct = out_path && stat(out_path, &sb) == 0 && !S_ISREG(sb.st_mode);
+  if( rc == FLY_OK && direct && !(out = fopen(out_path, "w")) ){
+    out = stdout;
+    rc = fly_fail(&err, FLY_IO, "--out %s: cannot open it: %s", out_path, strerror(errno));
+  }else if( rc == FLY_OK && out_path && !direct ){
     if( snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_path, (long)getpid()) >= (int)sizeof tmp )
       rc = fly_fail(&err, FLY_RANGE, "--out: path too long");
     else if( !(out = fopen(tmp, "w")) ){
@@ -104,10 +115,11 @@ int fly_cmd_predict(int argc, char **argv)
   }
   if( rc == FLY_OK ) rc = fly_predict_run(db, run_id, path, out, &o, &r, &err);
   if( out != stdout ){
-    if( fclose(out) && rc == FLY_OK ) rc = fly_fail(&err, FLY_IO, "--out %s: write failed", tmp);
-    if( rc == FLY_OK && rename(tmp, out_path) != 0 )
+    if( fclose(out) && rc == FLY_OK )
+      rc = fly_fail(&err, FLY_IO, "--out %s: write failed", direct ? out_path : tmp);
+    if( !direct && rc == FLY_OK && rename(tmp, out_path) != 0 )
       rc = fly_fail(&err, FLY_IO, "--out: cannot rename %s to %s", tmp, out_path);
-    if( rc ) remove(tmp);
+    if( !direct && rc ) remove(tmp);
   }
   if( rc == FLY_OK ){
     FILE *f = out_path ? stdout : stderr;

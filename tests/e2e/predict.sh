@@ -94,6 +94,16 @@ cmp -s "$T/out" lg_p.csv || fail "gzip input to stdout differs from the file's p
 err_has "300 rows predicted from lg_new.csv.gz"
 ok "standard input, gzip and stdout give the same predictions"
 
+# --out onto a pipe (or a device such as /dev/null) writes into it: a file
+# renamed onto it would replace the node
+mkfifo pipe.csv
+cat pipe.csv >from_pipe.csv &
+expect 0 "$FLYDB" predict lg_new.csv --db $db --out pipe.csv
+wait
+[ -p pipe.csv ] || fail "--out onto a FIFO replaced it with a $(stat -c %F pipe.csv)"
+same_file from_pipe.csv lg_p.csv
+ok "--out onto a FIFO writes the predictions into it and leaves it a FIFO"
+
 # no target: predictions, no scores
 expect 0 "$FLYDB" predict lg_nott.csv --db $db --out nott.csv
 eq "no-target row" "$(q $db "SELECT n_rows, has_target, lpd IS NULL, brier IS NULL FROM prediction
