@@ -351,14 +351,16 @@ static void hand_back(fly_chunks *q)
   pthread_cond_broadcast(&q->cv);
 }
 
-/* Wait on q->cv until signalled or for 50 ms: every caller rechecks its
- * condition in a loop, so a missed wakeup costs at most that.  Under the
- * lock. */
+/* Wait on q->cv until signalled or for WAIT_MS: every caller rechecks its
+ * condition in a loop, so a missed wakeup costs at most WAIT_MS.  Under
+ * the lock. */
+#define WAIT_MS 50          /* bound on a missed wakeup's delay */
+
 static void wait_a_while(fly_chunks *q)
 {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += 50 * 1000 * 1000;
+  ts.tv_nsec += (long)WAIT_MS * 1000 * 1000;
   if( ts.tv_nsec >= 1000 * 1000 * 1000 ){ ts.tv_sec++; ts.tv_nsec -= 1000 * 1000 * 1000; }
   pthread_cond_timedwait(&q->cv, &q->mu, &ts);
 }
