@@ -10,14 +10,17 @@
  * diagnostics, committing with a 200-byte checkpoint every K iterations
  * (flydb's default --checkpoint-every is 1000).  --work spins US
  * microseconds of thread CPU time per iteration in place of the sampler
- * (0: the writer alone).  Reports per chain the writer's CPU time per
- * iteration (fly_trace_add, a copy into memory, by the wall clock;
- * fly_trace_commit by the thread's CPU clock), its wall time per iteration,
- * the iterations per second of the whole loop and the writer's share of
+ * (0: the writer alone).  Each chain hands its batches to the file's
+ * writer thread (fly_trace_submit) and waits for the last (fly_trace_sync),
+ * as `flydb sample` does.  Reports the writer's CPU time per iteration
+ * (the process's CPU time less the sampler's part of the chains: the
+ * chains' fly_trace_add and hand-off and the writer thread's SQLite
+ * work), the chains' wall time in the writer calls per iteration, the
+ * iterations per second of the whole loop and the writer calls' share of
  * its wall time, and the file's bytes per stored value after the WAL is
  * checkpointed.  At 10^4 iterations per second per chain an iteration has
- * 100 us, so the writer's share at that rate is its CPU us per iteration
- * in percent (on a core of its own).
+ * 100 us, so the writer's cost at that rate is its CPU us per iteration
+ * in percent.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -44,7 +47,8 @@ typedef struct job {
   size_t      P;
   int64_t     N, K;
   double      work;         /* seconds of sampling simulated per iteration */
-  double      cpu, wall;    /* seconds in the writer */
+  double      samp;         /* thread CPU seconds of the sampler's part */
+  double      wall;         /* seconds in fly_trace_add/submit/sync */
   double      loop;         /* seconds of the whole loop */
   fly_err     err;
 } job;
@@ -65,23 +69,22 @@ static void *chain(void *arg)
     fly_trace_row row = { -1000.0 + (double)it / 7.0, 10, 50, 12, 1.0, 0.25, 0.0 / 0.0,
                           0, 0, 0, 0, 0, 0 };
     double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
-    do{                                  /* the sampler's part: not timed */
+    do{                                  /* the sampler's part: not the writer's */
       for(size_t p = 0; p < j->P; p++){
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
         th[p] += (double)(int64_t)(s >> 11) * 0x1p-60;
       }
     }while( j->work > 0 && clock_of(CLOCK_THREAD_CPUTIME_ID) - t0 < j->work );
     double w0 = clock_of(CLOCK_MONOTONIC);
+    j->samp += clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
     if( fly_trace_add(t, it, th, &row, &j->err) ) goto done;
-    double w1 = clock_of(CLOCK_MONOTONIC);
-    j->cpu += w1 - w0;      /* a copy into memory: CPU time is its wall time */
-    if( it % j->K == 0 || it == j->N ){
-      double c0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
-      if( fly_trace_commit(t, it, ckpt, sizeof ckpt, &j->err) ) goto done;
-      j->cpu += clock_of(CLOCK_THREAD_CPUTIME_ID) - c0;
-    }
+    if( (it % j->K == 0 || it == j->N) &&
+        fly_trace_submit(t, it, ckpt, sizeof ckpt, &j->err) ) goto done;
     j->wall += clock_of(CLOCK_MONOTONIC) - w0;
   }
+  double w0 = clock_of(CLOCK_MONOTONIC);
+  if( fly_trace_sync(t, &j->err) ) goto done;
+  j->wall += clock_of(CLOCK_MONOTONIC) - w0;
   j->loop = clock_of(CLOCK_MONOTONIC) - l0;
 done:
   fly_trace_close(t);
@@ -134,15 +137,16 @@ int main(int argc, char **argv)
   job *jobs = fly_alloc_array((size_t)C, sizeof *jobs);
   pthread_t *th = fly_alloc_array((size_t)C, sizeof *th);
   if( !jobs || !th ){ fprintf(stderr, "bench_trace: out of memory\n"); return 1; }
+  double pc0 = clock_of(CLOCK_PROCESS_CPUTIME_ID);
   for(int c = 0; c < C; c++){
     jobs[c] = (job){ path, c, P, N, K, work, 0, 0, 0, {0} };
     pthread_create(&th[c], NULL, chain, &jobs[c]);
   }
   for(int c = 0; c < C; c++) pthread_join(th[c], NULL);
-  double cpu = 0, wr = 0, loop = 0;
+  double cpu = clock_of(CLOCK_PROCESS_CPUTIME_ID) - pc0, wr = 0, loop = 0;
   for(int c = 0; c < C; c++){
     if( jobs[c].err.code ){ fprintf(stderr, "bench_trace: chain %d: %s\n", c, jobs[c].err.msg); return 1; }
-    cpu += jobs[c].cpu;
+    cpu -= jobs[c].samp;
     wr += jobs[c].wall;
     loop += jobs[c].loop;
   }
@@ -156,7 +160,7 @@ int main(int argc, char **argv)
   sqlite3_finalize(st);
   fly_db_close(db);
   printf("params %zu chains %d iters %lld every %lld work %.0f us: writer cpu %.2f us/iter, "
-         "wall %.2f us/iter (per chain), %.0f it/s/chain, writer share of wall %.1f%%, "
+         "wall in writer calls %.2f us/iter (per chain), %.0f it/s/chain, their share of wall %.1f%%, "
          "file %.2f bytes/value\n", P, C, (long long)N, (long long)K, 1e6 * work,
          1e6 * cpu / (double)(C * N), 1e6 * wr / (double)(C * N), (double)(C * N) / loop,
          100 * wr / loop, (double)bytes / (double)((int64_t)C * N * (int64_t)P));

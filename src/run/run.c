@@ -6,7 +6,10 @@
  * A chain commits its buffered draws together with its checkpoint every
  * checkpoint_every iterations, every 2 s, when its buffer is full, at the
  * end, and when asked to stop; so a stop (or a crash) always leaves draws
- * that end exactly at a checkpoint, and the run resumable.
+ * that end exactly at a checkpoint, and the run resumable.  The commit is
+ * handed to the file's writer thread (fly_trace_submit) and the chain goes
+ * on; it waits for the writes only at its end (fly_trace_sync), so a write
+ * error fails the chain at its next commit or at its end.
  *
  * Errors: the first chain failure is the run's; the run row then says
  * 'failed' with the message.  A thinning-bound violation (a candidate whose
@@ -135,7 +138,7 @@ static void *run_chain(void *arg)
       fly_prof_push(pf, FLY_PROF_WRITE);
       fly_chain_release(ch);        /* so the commit's checkpoint can pass */
       rc = fly_chain_save(ch, &blob, &len, err);
-      if( rc == FLY_OK ) rc = fly_trace_commit(tr, it, blob, len, err);
+      if( rc == FLY_OK ) rc = fly_trace_submit(tr, it, blob, len, err);
       fly_prof_pop(pf);
       fly_free(blob);
       blob = NULL;
@@ -146,6 +149,10 @@ static void *run_chain(void *arg)
     j->t_loop = now() - t_start;
     if( stop ) break;
   }
+  /* the last batch is written before the chain reports its end */
+  fly_prof_push(pf, FLY_PROF_WRITE);
+  rc = fly_trace_sync(tr, err);
+  fly_prof_pop(pf);
 done:
   if( ch ){
     fly_prof_stop(fly_chain_prof(ch));

@@ -27,8 +27,10 @@
  * partial last ones together after them, so the next commit's replacement
  * of those frees space on a few pages rather than on one page a
  * parameter.  The writers of a file in one process share a connection
- * (shared_db).  A new writer (a resumed chain) starts a new chunk; the
- * older partial one stays as it is.
+ * and a thread that writes for them (shared_db): a chain fills one buffer
+ * while the thread writes the other, and batches handed over at about the
+ * same time share a transaction.  A new writer (a resumed chain) starts a
+ * new chunk; the older partial one stays as it is.
  *
  * Reading.  A chain's iterations are its draw_block rows of blk = 0, in key
  * order; the draws of parameter p are one range scan of draw_chunk_key (run,
@@ -44,6 +46,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "store/db.h"
 #include "util/mem.h"
@@ -52,28 +58,150 @@
 #define DIAG  12     /* diagnostics columns of draw_block */
 #define CV    6      /* first value column of draw_chunk (after run_id .. n) */
 
-/* The writers of one file in a process share one connection, and take
- * turns on it (begin to commit, and preparing or finalizing statements)
- * under its lock.  Why: with a connection each, a commit by one writer
- * makes SQLite discard the page cache of every other (a connection that
- * finds the WAL changed starts over), so every commit would re-read the
- * pages it appends to; and a writer that finds another committing would
- * sleep in SQLite's busy handler (polls up to 100 ms apart) rather than
- * wait exactly as long as that commit.  Writers of other processes still
- * meet the busy handler.  The list is guarded by writers_lock; a
- * connection is closed with its last writer. */
+/* The writers of one file in a process share one connection, and one
+ * thread (the file's writer thread) writes the batches of all of them.  A
+ * chain hands over a full buffer (fly_trace_submit) and goes on filling its
+ * other one; the thread writes every batch waiting when it wakes in ONE
+ * transaction, each batch's draws with its own checkpoint, so that the
+ * contract of a batch holds whatever else shares the transaction.  A chain
+ * waits only when its previous batch is not written yet.  Why one
+ * connection: with a connection each, a commit by one writer makes SQLite
+ * discard the page cache of every other (a connection that finds the WAL
+ * changed starts over), so every commit would re-read the pages it appends
+ * to.  Why a thread: the chain's loop does not wait for SQLite, and the
+ * batches of chains that commit at about the same time share the index
+ * leaves and WAL frames of one commit.  Writers of other processes still
+ * meet SQLite's busy handler.  The list is guarded by writers_lock; a
+ * connection and its thread end with the file's last writer. */
 typedef struct shared_db {
   char             *path;
   fly_db           *db;
   int               refs;          /* open writers */
-  pthread_mutex_t   lock;          /* held while a writer uses db */
+  pthread_mutex_t   lock;          /* held while db is used: by the thread
+                                      for a transaction, by open and close
+                                      to prepare and finalize statements */
+  pthread_mutex_t   q_lock;        /* guards the fields below and every
+                                      writer's busy, flight, next_q, wrc
+                                      and werr */
+  pthread_cond_t    wake;          /* to the thread: queue, flush, n_open
+                                      or quit changed */
+  pthread_cond_t    written;       /* to the chains: batches were written */
+  struct fly_trace *queue;         /* writers whose batch waits */
+  int               n_queued;      /* their number */
+  int               n_open;        /* writers open (that may hand over) */
+  int               flush;         /* a writer waits: write what is queued */
+  int               quit;
+  pthread_t         thread;
   struct shared_db *next;
 } shared_db;
 
 static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
 static shared_db *writers;
 
-/* The shared connection to path, opened by the first writer. */
+/* One buffer of a writer: the iterations of the partial last chunk already
+ * committed (the tail, n_tail < CHUNK), then n new ones. */
+typedef struct batch {
+  size_t         n_tail, n;
+  size_t         n_chunks;  /* chunks of the n_tail + n iterations (set at hand-off) */
+  int64_t       *iter;      /* [CHUNK - 1 + cap] */
+  double        *th;        /* [CHUNK - 1 + cap] x P */
+  size_t        *start;     /* [CHUNK + cap]: chunk boundaries */
+  fly_trace_row *rows;      /* [cap]: diagnostics of the new iterations */
+  int64_t        ck_iter;   /* the checkpoint: state after this iteration */
+  unsigned char *ck;        /* [ck_cap]; ck_len bytes of it, if has_ck */
+  size_t         ck_len, ck_cap;
+  int            has_ck;
+} batch;
+
+struct fly_trace {
+  shared_db    *sh;        /* the connection and thread, shared with the
+                              process's other writers of the file */
+  fly_db       *db;        /* sh->db: used under sh->lock */
+  int64_t       run_id;
+  int           chain;
+  size_t        P, cap;
+  batch         b[2];
+  int           fill;      /* b[fill] takes fly_trace_add's rows */
+  /* under sh->q_lock: */
+  int           busy;      /* flight is queued or being written */
+  batch        *flight;    /* the batch handed to the thread */
+  struct fly_trace *next_q;
+  int           counted;   /* in sh->n_open */
+  fly_rc        wrc;       /* the first failure of a written batch; then */
+  fly_err       werr;      /* every later call fails with it */
+  sqlite3_stmt *ins_diag, *ins_chunk, *put_ckpt;
+};
+
+/* How long the writer thread holds a batch for the other writers' (ns),
+ * unless someone waits for it: chains that commit every K iterations hand
+ * over within a few ms of each other, and batches written together share
+ * the commit's index leaves (one a parameter, each chain's entries next to
+ * the others') and WAL frames. */
+#define GATHER_NS 50000000L
+
+static fly_rc write_batches(fly_db *db, fly_trace *list, fly_err *err);
+
+/* The writer thread of s: takes the waiting batches (once every open
+ * writer has one waiting, a writer waits for its own, or GATHER_NS
+ * passed), writes them in one transaction, and tells their chains (a
+ * failure goes to each of them). */
+static void *writer_main(void *arg)
+{
+  shared_db *s = arg;
+#ifdef __linux__
+  prctl(PR_SET_NAME, "flydb-writer");     /* its own line in top -H and perf */
+#endif
+  pthread_mutex_lock(&s->q_lock);
+  for(;;){
+    while( !s->queue && !s->quit ) pthread_cond_wait(&s->wake, &s->q_lock);
+    if( !s->queue ) break;
+    struct timespec due;
+    clock_gettime(CLOCK_MONOTONIC, &due);
+    due.tv_nsec += GATHER_NS;
+    if( due.tv_nsec >= 1000000000L ){
+      due.tv_sec++;
+      due.tv_nsec -= 1000000000L;
+    }
+    while( !s->flush && s->n_queued < s->n_open &&
+           pthread_cond_timedwait(&s->wake, &s->q_lock, &due) == 0 ) ;
+    fly_trace *list = s->queue, *next;
+    s->queue = NULL;
+    s->n_queued = 0;
+    s->flush = 0;
+    pthread_mutex_unlock(&s->q_lock);
+    fly_err err = {0};
+    pthread_mutex_lock(&s->lock);
+    fly_rc rc = write_batches(s->db, list, &err);
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&s->q_lock);
+    for(fly_trace *t = list; t; t = next){
+      next = t->next_q;
+      t->next_q = NULL;
+      if( rc && !t->wrc ){
+        t->wrc = rc;
+        t->werr = err;
+      }
+      t->busy = 0;
+    }
+    pthread_cond_broadcast(&s->written);
+  }
+  pthread_mutex_unlock(&s->q_lock);
+  return NULL;
+}
+
+static void shared_free(shared_db *s)
+{
+  fly_db_close(s->db);
+  pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->q_lock);
+  pthread_cond_destroy(&s->wake);
+  pthread_cond_destroy(&s->written);
+  fly_free(s->path);
+  fly_free(s);
+}
+
+/* The shared connection to path and its thread, started by the first
+ * writer. */
 static fly_rc shared_acquire(const char *path, shared_db **out, fly_err *err)
 {
   shared_db *s;
@@ -85,14 +213,25 @@ static fly_rc shared_acquire(const char *path, shared_db **out, fly_err *err)
       if( s ) fly_free(s);
       s = NULL;
       rc = fly_fail(err, FLY_NOMEM, "trace writer");
-    }else if( (rc = fly_db_open(path, 0, &s->db, err)) ){
-      fly_free(s->path);
-      fly_free(s);
-      s = NULL;
     }else{
       pthread_mutex_init(&s->lock, NULL);
-      s->next = writers;
-      writers = s;
+      pthread_mutex_init(&s->q_lock, NULL);
+      pthread_condattr_t ca;                 /* timed waits on the monotonic clock */
+      pthread_condattr_init(&ca);
+      pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+      pthread_cond_init(&s->wake, &ca);
+      pthread_condattr_destroy(&ca);
+      pthread_cond_init(&s->written, NULL);
+      if( (rc = fly_db_open(path, 0, &s->db, err)) == FLY_OK &&
+          pthread_create(&s->thread, NULL, writer_main, s) != 0 )
+        rc = fly_fail(err, FLY_NOMEM, "%s: starting the trace writer thread", path);
+      if( rc ){
+        shared_free(s);
+        s = NULL;
+      }else{
+        s->next = writers;
+        writers = s;
+      }
     }
   }
   if( s ) s->refs++;
@@ -109,30 +248,15 @@ static void shared_release(shared_db *s)
   if( --s->refs == 0 ){
     for(pp = &writers; *pp != s; pp = &(*pp)->next) ;
     *pp = s->next;
-    fly_db_close(s->db);
-    pthread_mutex_destroy(&s->lock);
-    fly_free(s->path);
-    fly_free(s);
+    pthread_mutex_lock(&s->q_lock);
+    s->quit = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->q_lock);
+    pthread_join(s->thread, NULL);
+    shared_free(s);
   }
   pthread_mutex_unlock(&writers_lock);
 }
-
-struct fly_trace {
-  shared_db    *sh;        /* the connection, shared with the process's
-                              other writers of the file */
-  fly_db       *db;        /* sh->db: use only under sh->lock */
-  int64_t       run_id;
-  int           chain;
-  size_t        P, cap;
-  size_t        n_tail;    /* iterations of the partial last chunk, already
-                              committed, at the front of iter and th */
-  size_t        n;         /* iterations added since the last commit, after them */
-  int64_t      *iter;      /* [CHUNK - 1 + cap] */
-  double       *th;        /* [CHUNK - 1 + cap] x P */
-  size_t       *start;     /* [CHUNK + cap]: chunk boundaries of a commit */
-  fly_trace_row *rows;     /* [cap]: diagnostics of the new iterations */
-  sqlite3_stmt *ins_diag, *ins_chunk, *put_ckpt;
-};
 
 /* "?f, ?f+1, .., ?f+n-1" appended to sql at *len. */
 static void params(char *sql, size_t cap, size_t *len, int f, int n)
@@ -177,7 +301,7 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err)
 {
   fly_trace *t = NULL;
-  fly_rc rc;
+  fly_rc rc = FLY_OK;
   size_t m;
   *pt = NULL;
   t = fly_alloc_array(1, sizeof *t);
@@ -187,19 +311,26 @@ fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
   t->P = P;
   t->cap = max_rows ? max_rows : 1;
   m = CHUNK - 1 + t->cap;
-  t->iter = fly_alloc_array(m, sizeof *t->iter);
-  t->th = fly_alloc_array(m, P * sizeof *t->th);
-  t->start = fly_alloc_array(m + 1, sizeof *t->start);
-  t->rows = fly_alloc_array(t->cap, sizeof *t->rows);
-  if( !t->iter || !t->th || !t->start || !t->rows ){
-    rc = fly_fail(err, FLY_NOMEM, "trace buffer");
-    goto done;
+  for(int k = 0; k < 2; k++){
+    batch *b = &t->b[k];
+    b->iter = fly_alloc_array(m, sizeof *b->iter);
+    b->th = fly_alloc_array(m, P * sizeof *b->th);
+    b->start = fly_alloc_array(m + 1, sizeof *b->start);
+    b->rows = fly_alloc_array(t->cap, sizeof *b->rows);
+    if( !b->iter || !b->th || !b->start || !b->rows ){
+      rc = fly_fail(err, FLY_NOMEM, "trace buffer");
+      goto done;
+    }
   }
   if( (rc = shared_acquire(db_path, &t->sh, err)) ) goto done;
   t->db = t->sh->db;
   pthread_mutex_lock(&t->sh->lock);
   rc = prepare_writes(t, err);
   pthread_mutex_unlock(&t->sh->lock);
+  pthread_mutex_lock(&t->sh->q_lock);
+  t->sh->n_open++;
+  t->counted = 1;
+  pthread_mutex_unlock(&t->sh->q_lock);
 done:
   if( rc ){
     fly_trace_close(t);
@@ -209,10 +340,34 @@ done:
   return FLY_OK;
 }
 
+/* Wait until t's handed-over batch is written (asking the thread not to
+ * hold it longer); the writer's first failure. */
+static fly_rc wait_written(fly_trace *t, fly_err *err)
+{
+  shared_db *s = t->sh;
+  pthread_mutex_lock(&s->q_lock);
+  if( t->busy ){
+    s->flush = 1;
+    pthread_cond_signal(&s->wake);
+  }
+  while( t->busy ) pthread_cond_wait(&s->written, &s->q_lock);
+  fly_rc rc = t->wrc;
+  if( rc && err ) *err = t->werr;
+  pthread_mutex_unlock(&s->q_lock);
+  return rc;
+}
+
 void fly_trace_close(fly_trace *t)
 {
   if( !t ) return;
   if( t->sh ){
+    wait_written(t, NULL);
+    pthread_mutex_lock(&t->sh->q_lock);
+    if( t->counted ){                   /* the others' batches no longer wait for it */
+      t->sh->n_open--;
+      pthread_cond_signal(&t->sh->wake);
+    }
+    pthread_mutex_unlock(&t->sh->q_lock);
     pthread_mutex_lock(&t->sh->lock);
     sqlite3_finalize(t->ins_diag);
     sqlite3_finalize(t->ins_chunk);
@@ -220,27 +375,31 @@ void fly_trace_close(fly_trace *t)
     pthread_mutex_unlock(&t->sh->lock);
     shared_release(t->sh);
   }
-  fly_free(t->iter);
-  fly_free(t->th);
-  fly_free(t->start);
-  fly_free(t->rows);
+  for(int k = 0; k < 2; k++){
+    fly_free(t->b[k].iter);
+    fly_free(t->b[k].th);
+    fly_free(t->b[k].start);
+    fly_free(t->b[k].rows);
+    fly_free(t->b[k].ck);
+  }
   fly_free(t);
 }
 
 fly_rc fly_trace_add(fly_trace *t, int64_t iter, const double *th,
                      const fly_trace_row *row, fly_err *err)
 {
-  size_t i = t->n_tail + t->n;
-  if( t->n >= t->cap )
+  batch *b = &t->b[t->fill];
+  size_t i = b->n_tail + b->n;
+  if( b->n >= t->cap )
     return fly_fail(err, FLY_RANGE, "trace buffer full (%zu rows)", t->cap);
-  t->iter[i] = iter;
-  memcpy(t->th + i * t->P, th, t->P * sizeof *th);
-  t->rows[t->n] = *row;
-  t->n++;
+  b->iter[i] = iter;
+  memcpy(b->th + i * t->P, th, t->P * sizeof *th);
+  b->rows[b->n] = *row;
+  b->n++;
   return FLY_OK;
 }
 
-size_t fly_trace_pending(const fly_trace *t) { return t->n; }
+size_t fly_trace_pending(const fly_trace *t) { return t->b[t->fill].n; }
 
 static fly_rc step_done(fly_trace *t, sqlite3_stmt *st, const char *what, fly_err *err)
 {
@@ -290,66 +449,118 @@ static size_t chunks(const int64_t *iter, size_t m, size_t *start)
   return n_chunks;
 }
 
-/* Chunk c of the commit (iterations start[c] .. start[c+1]-1) of parameter p. */
-static fly_rc put_chunk(fly_trace *t, size_t p, size_t c, fly_err *err)
+/* Chunk c of batch b (iterations start[c] .. start[c+1]-1) of parameter p. */
+static fly_rc put_chunk(fly_trace *t, const batch *b, size_t p, size_t c, fly_err *err)
 {
   sqlite3_stmt *st = t->ins_chunk;
-  size_t a = t->start[c], len = t->start[c + 1] - a, k;
+  size_t a = b->start[c], len = b->start[c + 1] - a, k;
   sqlite3_bind_int64(st, 3, (int64_t)p);
-  sqlite3_bind_int64(st, 4, t->iter[a]);
-  sqlite3_bind_int64(st, 5, len > 1 ? t->iter[a + 1] - t->iter[a] : 1);
+  sqlite3_bind_int64(st, 4, b->iter[a]);
+  sqlite3_bind_int64(st, 5, len > 1 ? b->iter[a + 1] - b->iter[a] : 1);
   sqlite3_bind_int64(st, 6, (int64_t)len);
-  for(k = 0; k < len; k++) sqlite3_bind_double(st, CV + 1 + (int)k, t->th[(a + k) * t->P + p]);
+  for(k = 0; k < len; k++) sqlite3_bind_double(st, CV + 1 + (int)k, b->th[(a + k) * t->P + p]);
   for(; k < CHUNK; k++) sqlite3_bind_null(st, CV + 1 + (int)k);
   return step_done(t, st, "writing draws", err);
 }
 
-static fly_rc commit_locked(fly_trace *t, int64_t iter, const void *ckpt, size_t ckpt_len,
-                            fly_err *err)
+/* Whether batch b's last chunk is partial (the next batch's tail). */
+static int last_partial(const batch *b)
 {
-  size_t m = t->n_tail + t->n, n_chunks = chunks(t->iter, m, t->start), P = t->P;
-  fly_rc rc = fly_db_begin(t->db, err);
-  if( rc ) return rc;
-  for(size_t r = 0; r < t->n && rc == FLY_OK; r++)
-    rc = put_diag(t, t->iter[t->n_tail + r], &t->rows[r], err);
-  /* parameter-major, so that each parameter's index entries are
-   * consecutive; the partial last chunks of all parameters after the full
-   * ones (see the file comment) */
-  size_t n_full = n_chunks && t->start[n_chunks] - t->start[n_chunks - 1] < CHUNK
-                  ? n_chunks - 1 : n_chunks;
-  for(size_t p = 0; p < P && rc == FLY_OK; p++)
-    for(size_t c = 0; c < n_full && rc == FLY_OK; c++) rc = put_chunk(t, p, c, err);
-  for(size_t p = 0; p < P && rc == FLY_OK && n_full < n_chunks; p++)
-    rc = put_chunk(t, p, n_full, err);
-  if( rc == FLY_OK && ckpt ){
-    sqlite3_bind_int64(t->put_ckpt, 3, iter);
-    sqlite3_bind_blob(t->put_ckpt, 4, ckpt, (int)ckpt_len, SQLITE_STATIC);
+  return b->n_chunks && b->start[b->n_chunks] - b->start[b->n_chunks - 1] < CHUNK;
+}
+
+/* The handed-over batches of the writers in list, in one transaction:
+ * diagnostics rows, then every full chunk (parameter-major, so that each
+ * parameter's index entries are consecutive), then every partial last
+ * chunk together (see the file comment), then the checkpoints.  Called by
+ * the writer thread under the connection's lock. */
+static fly_rc write_batches(fly_db *db, fly_trace *list, fly_err *err)
+{
+#ifdef FLY_TRACE_DRY_WRITES
+  /* a benchmark build: everything but SQLite, to measure what writing
+   * costs the chains (never in a release) */
+  (void)db; (void)list; (void)err;
+  return FLY_OK;
+#else
+  fly_rc rc = fly_db_begin(db, err);
+  fly_trace *t;
+  for(t = list; t && rc == FLY_OK; t = t->next_q){
+    const batch *b = t->flight;
+    for(size_t r = 0; r < b->n && rc == FLY_OK; r++)
+      rc = put_diag(t, b->iter[b->n_tail + r], &b->rows[r], err);
+  }
+  for(t = list; t && rc == FLY_OK; t = t->next_q){
+    const batch *b = t->flight;
+    size_t n_full = b->n_chunks - (size_t)last_partial(b);
+    for(size_t p = 0; p < t->P && rc == FLY_OK; p++)
+      for(size_t c = 0; c < n_full && rc == FLY_OK; c++) rc = put_chunk(t, b, p, c, err);
+  }
+  for(t = list; t && rc == FLY_OK; t = t->next_q){
+    const batch *b = t->flight;
+    for(size_t p = 0; p < t->P && rc == FLY_OK && last_partial(b); p++)
+      rc = put_chunk(t, b, p, b->n_chunks - 1, err);
+  }
+  for(t = list; t && rc == FLY_OK; t = t->next_q){
+    const batch *b = t->flight;
+    if( !b->has_ck ) continue;
+    sqlite3_bind_int64(t->put_ckpt, 3, b->ck_iter);
+    if( b->ck_len ) sqlite3_bind_blob(t->put_ckpt, 4, b->ck, (int)b->ck_len, SQLITE_STATIC);
+    else sqlite3_bind_zeroblob(t->put_ckpt, 4, 0);
     rc = step_done(t, t->put_ckpt, "writing the checkpoint", err);
   }
-  if( rc == FLY_OK ) rc = fly_db_commit(t->db, err);
-  if( rc ){
-    fly_db_rollback(t->db);
-    return rc;
+  if( rc == FLY_OK ) rc = fly_db_commit(db, err);
+  if( rc ) fly_db_rollback(db);
+  return rc;
+#endif
+}
+
+fly_rc fly_trace_submit(fly_trace *t, int64_t iter, const void *ckpt,
+                        size_t ckpt_len, fly_err *err)
+{
+  shared_db *s = t->sh;
+  batch *b = &t->b[t->fill], *o = &t->b[1 - t->fill];
+  size_t m = b->n_tail + b->n, P = t->P;
+  fly_rc rc = wait_written(t, err);     /* o is free once this returns */
+  if( rc ) return rc;
+  if( ckpt && ckpt_len > b->ck_cap ){
+    unsigned char *ck = fly_realloc_array(b->ck, ckpt_len, 1);
+    if( !ck ) return fly_fail(err, FLY_NOMEM, "checkpoint of %zu bytes", ckpt_len);
+    b->ck = ck;
+    b->ck_cap = ckpt_len;
   }
-  /* the last chunk, if partial, is the next commit's tail */
-  t->n_tail = 0;
-  if( n_chunks && t->start[n_chunks] - t->start[n_chunks - 1] < CHUNK ){
-    size_t a = t->start[n_chunks - 1];
-    t->n_tail = m - a;
-    memmove(t->iter, t->iter + a, t->n_tail * sizeof *t->iter);
-    memmove(t->th, t->th + a * P, t->n_tail * P * sizeof *t->th);
+  b->has_ck = ckpt != NULL;
+  b->ck_len = ckpt ? ckpt_len : 0;
+  if( ckpt && ckpt_len ) memcpy(b->ck, ckpt, ckpt_len);
+  b->ck_iter = iter;
+  b->n_chunks = chunks(b->iter, m, b->start);
+  /* the last chunk, if partial, is the next batch's tail */
+  o->n_tail = 0;
+  o->n = 0;
+  if( last_partial(b) ){
+    size_t a = b->start[b->n_chunks - 1];
+    o->n_tail = m - a;
+    memcpy(o->iter, b->iter + a, o->n_tail * sizeof *o->iter);
+    memcpy(o->th, b->th + a * P, o->n_tail * P * sizeof *o->th);
   }
-  t->n = 0;
+  pthread_mutex_lock(&s->q_lock);
+  t->flight = b;
+  t->busy = 1;
+  t->next_q = s->queue;
+  s->queue = t;
+  s->n_queued++;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->q_lock);
+  t->fill = 1 - t->fill;
   return FLY_OK;
 }
+
+fly_rc fly_trace_sync(fly_trace *t, fly_err *err) { return wait_written(t, err); }
 
 fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
                         size_t ckpt_len, fly_err *err)
 {
-  pthread_mutex_lock(&t->sh->lock);
-  fly_rc rc = commit_locked(t, iter, ckpt, ckpt_len, err);
-  pthread_mutex_unlock(&t->sh->lock);
-  return rc;
+  fly_rc rc = fly_trace_submit(t, iter, ckpt, ckpt_len, err);
+  return rc ? rc : fly_trace_sync(t, err);
 }
 
 /* ---- reading ------------------------------------------------------------ */

@@ -5,9 +5,11 @@
  * iteration and draws_named, and table param for the parameter names).
  *
  * Writing.  Each chain has its own writer; the writers of one file in a
- * process share one connection and commit one at a time (the database is
- * in WAL mode, so readers see committed batches while the run goes on).  Rows are buffered in memory and written by fly_trace_commit in
- * ONE transaction together with the chain's checkpoint, so after a crash the
+ * process share one connection and one thread that writes for all of them
+ * (the database is in WAL mode, so readers see committed batches while the
+ * run goes on).  Rows are buffered in memory, handed to that thread by
+ * fly_trace_submit (the chain goes on meanwhile) and written in ONE
+ * transaction together with the chain's checkpoint, so after a crash the
  * draws in the file always end exactly at the checkpoint the chain resumes
  * from.  The draws go into rows of one parameter and up to 64 kept
  * iterations (draw_chunk), appended in the order written and indexed by
@@ -58,10 +60,14 @@ typedef struct fly_trace_row {   /* per-iteration diagnostics */
 } fly_trace_row;
 
 /* Open a writer for (run, chain) with P parameters, buffering up to
- * max_rows iterations between commits.  Writers may be used from different
- * threads, each writer by one thread at a time. */
+ * max_rows iterations between commits (two buffers of them).  Writers may
+ * be used from different threads, each writer by one thread at a time.
+ * The first writer of a file in the process starts its writer thread, the
+ * last one closed ends it; a child forked while writers are open must not
+ * use them. */
 fly_rc fly_trace_open(const char *db_path, int64_t run_id, int chain, size_t P,
                       size_t max_rows, fly_trace **pt, fly_err *err);
+/* Waits for a submitted batch (its failure is lost: fly_trace_sync first). */
 void   fly_trace_close(fly_trace *t);                  /* NULL: no-op */
 
 /* Buffer iteration iter (1-based).  FLY_RANGE if the buffer is full
@@ -70,8 +76,22 @@ fly_rc fly_trace_add(fly_trace *t, int64_t iter, const double *th,
                      const fly_trace_row *row, fly_err *err);
 size_t fly_trace_pending(const fly_trace *t);
 
-/* Write the buffered rows and the checkpoint (state of the chain after
- * iteration iter) in one transaction. */
+/* Hand the buffered rows and the checkpoint (state of the chain after
+ * iteration iter; ckpt_len bytes copied, ckpt NULL: none) to the file's
+ * writer thread, which writes them in one transaction, and return: the
+ * writer takes new rows into its other buffer meanwhile.  Waits only while
+ * the previous batch is still being written.  A batch that fails to be
+ * written fails this call or the next fly_trace_sync (its error, e.g.
+ * FLY_SQL or FLY_IO), and then every later submit or sync: nothing after
+ * it is written.  FLY_NOMEM. */
+fly_rc fly_trace_submit(fly_trace *t, int64_t iter, const void *ckpt,
+                        size_t ckpt_len, fly_err *err);
+
+/* Wait until every submitted batch is committed; the first failure of
+ * one, as fly_trace_submit.  After it, readers see every submitted draw. */
+fly_rc fly_trace_sync(fly_trace *t, fly_err *err);
+
+/* fly_trace_submit, then fly_trace_sync. */
 fly_rc fly_trace_commit(fly_trace *t, int64_t iter, const void *ckpt,
                         size_t ckpt_len, fly_err *err);
 

@@ -10,7 +10,8 @@
  * full_logpost as NaN) and their means, the streaming scan (and FLY_CORRUPT
  * for an iteration that lost a block), checkpoints and truncation, the
  * summary and profile writers, and fly_trace_check on the clean run and on
- * damaged copies, counting the problems it reports.
+ * damaged copies, counting the problems it reports; last, a batch the
+ * writer thread fails to write.
  */
 #include "store/db.h"
 #include "store/summary.h"
@@ -283,6 +284,40 @@ static void test_summary(fly_db *db)
   TAP_OK(ok, "profile rows (%s)", err.msg);
 }
 
+/* A batch the writer thread cannot write (a checkpoint of run 99, which
+ * has no run row: a foreign key failure) is handed over without error,
+ * fails the sync with the SQL error, and every later hand-over; its draws
+ * were in the checkpoint's transaction, so none of them is stored. */
+static void test_failure(fly_db *db)
+{
+  fly_err err = {0}, err2 = {0};
+  fly_trace *t = NULL;
+  double th[3] = { 1, 2, 3 };
+  fly_trace_row row = { 0, 1, 1, 0, 1.0, 0.1, NAN, 0, 0, 0, 0, 0, 0 };
+  sqlite3_stmt *st = NULL;
+  int64_t n = -1;
+  fly_rc r1 = FLY_MISUSE, r2 = FLY_MISUSE, r3 = FLY_MISUSE;
+  if( !TAP_OK(fly_trace_open(path, 99, 0, 3, 4, &t, &err) == FLY_OK, "writer of run 99 (%s)",
+              err.msg) ) return;
+  if( fly_trace_add(t, 1, th, &row, &err) == FLY_OK &&
+      fly_trace_add(t, 2, th, &row, &err) == FLY_OK ){
+    r1 = fly_trace_submit(t, 2, "ck", 2, &err);
+    r2 = fly_trace_sync(t, &err);
+    fly_trace_add(t, 3, th, &row, &err2);
+    r3 = fly_trace_submit(t, 3, "ck", 2, &err2);
+  }
+  fly_trace_close(t);
+  TAP_OK(r1 == FLY_OK, "the batch is handed over (%s)", fly_rc_str(r1));
+  TAP_OK(r2 == FLY_SQL && strstr(err.msg, "FOREIGN KEY"), "the sync fails with the writer's "
+         "error: %s", err.msg);
+  TAP_OK(r3 == FLY_SQL && !strcmp(err2.msg, err.msg), "a later hand-over fails with it too");
+  if( fly_db_prepare(db, "SELECT (SELECT count(*) FROM draw_block WHERE run_id = 99) + "
+                     "(SELECT count(*) FROM draw_chunk WHERE run_id = 99)", &st, &err) == FLY_OK &&
+      sqlite3_step(st) == SQLITE_ROW ) n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  TAP_OK(n == 0, "none of the failed batch's draws is stored (%lld rows)", (long long)n);
+}
+
 int main(void)
 {
   fly_err err = {0};
@@ -294,6 +329,7 @@ int main(void)
     test_read(db);
     test_summary(db);
     test_check(db);
+    test_failure(db);
   }
   fly_db_close(db);
   fx_unlink_db(path);

@@ -4,7 +4,7 @@
  * a full row, one past it, several rows a chunk of iterations).
  *
  * Each run has C = 2 chains of WARM + ITERS iterations (thin 1 for odd P,
- * 2 for even P), written through fly_trace_add/commit in commits of 7
+ * 2 for even P), written through fly_trace_add/submit/sync in commits of 7
  * kept iterations (so the writer rewrites its partial chunk) and compared,
  * row by row, with what was written: the view `draw` (chain, iter, idx,
  * value), `draws_named` (name and warm-up flag too), `iteration` (one row
@@ -107,10 +107,11 @@ static int write_chain(fly_trace **pt, size_t P, int64_t thin, int c, int64_t fr
     for(size_t p = 0; p < P; p++) th[p] = value(c, it, p);
     if( fly_trace_add(t, it, th, &row, &err) ) goto done;
     if( it <= to && (fly_trace_pending(t) == EVERY || it == to) ){
-      if( fly_trace_commit(t, it, &it, sizeof it, &err) ) goto done;
+      if( fly_trace_submit(t, it, &it, sizeof it, &err) ) goto done;
       if( pause ) usleep(pause);
     }
   }
+  if( fly_trace_sync(t, &err) ) goto done;
   ok = 1;
 done:
   if( !ok ) TAP_DIAG("chain %d: %s", c, err.msg);
