@@ -58,6 +58,15 @@
 #define DIAG  12     /* diagnostics columns of draw_block */
 #define CV    6      /* first value column of draw_chunk (after run_id .. n) */
 
+/* A benchmark build (-DFLY_TRACE_DRY_WRITES, never a release): the writer
+ * thread takes the batches and writes nothing, so that a run measures what
+ * writing costs the chains against one that does not write. */
+#ifdef FLY_TRACE_DRY_WRITES
+#define DRY_WRITES 1
+#else
+#define DRY_WRITES 0
+#endif
+
 /* The writers of one file in a process share one connection, and one
  * thread (the file's writer thread) writes the batches of all of them.  A
  * chain hands over a full buffer (fly_trace_submit) and goes on filling its
@@ -476,12 +485,7 @@ static int last_partial(const batch *b)
  * the writer thread under the connection's lock. */
 static fly_rc write_batches(fly_db *db, fly_trace *list, fly_err *err)
 {
-#ifdef FLY_TRACE_DRY_WRITES
-  /* a benchmark build: everything but SQLite, to measure what writing
-   * costs the chains (never in a release) */
-  (void)db; (void)list; (void)err;
-  return FLY_OK;
-#else
+  if( DRY_WRITES ) return FLY_OK;
   fly_rc rc = fly_db_begin(db, err);
   fly_trace *t;
   for(t = list; t && rc == FLY_OK; t = t->next_q){
@@ -511,7 +515,6 @@ static fly_rc write_batches(fly_db *db, fly_trace *list, fly_err *err)
   if( rc == FLY_OK ) rc = fly_db_commit(db, err);
   if( rc ) fly_db_rollback(db);
   return rc;
-#endif
 }
 
 fly_rc fly_trace_submit(fly_trace *t, int64_t iter, const void *ckpt,
