@@ -166,24 +166,71 @@ static int fits_memory(const fly_dataset *sh)
   return !(pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz);
 }
 
+/* Pages lo..hi-1 of data set ds decoded into their place in X, on a
+ * connection of its own (a thread's part of load_all). */
+typedef struct load_part {
+  const char *path;
+  int64_t     ds, lo, hi, width;
+  double     *X;
+  fly_rc      rc;
+  fly_err     err;
+} load_part;
+
+static void *load_pages(void *arg)
+{
+  load_part *lp = arg;
+  fly_db *db = NULL;
+  fly_pages *p = NULL;
+  int began = 0;
+  fly_rc rc = fly_db_open(lp->path, FLY_DB_READONLY, &db, &lp->err);
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, lp->ds, 0, &p, &lp->err);
+  if( rc == FLY_OK ) began = fly_db_read_begin(db);
+  for(int64_t pg = lp->lo; rc == FLY_OK && pg < lp->hi; pg++){
+    const fly_pages_info *in = fly_pages_info_of(p);
+    size_t n;
+    rc = fly_pages_read_page(p, pg, lp->X + (size_t)(pg * in->page_rows * lp->width), &n,
+                             &lp->err);
+  }
+  if( db ) fly_db_read_end(db, began);
+  fly_pages_close(p);
+  fly_db_close(db);
+  lp->rc = rc;
+  return NULL;
+}
+
 /* All rows in one block, when they fit (fits_memory); *out NULL (stream
- * the pages instead) when they do not. */
-static fly_rc load_all(fly_db *db, int64_t ds, const fly_dataset *sh, double **out,
-                       fly_err *err)
+ * the pages instead) when they do not.  Two threads decode a half of the
+ * pages each (the values do not depend on who decodes them). */
+static fly_rc load_all(const char *db_path, fly_db *db, int64_t ds, const fly_dataset *sh,
+                       double **out, fly_err *err)
 {
   fly_pages *p = NULL;
   fly_rc rc;
+  load_part part[2];
+  pthread_t th;
+  int started = 0;
   *out = NULL;
   if( !fits_memory(sh) ) return FLY_OK;
   double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
   if( !X ) return FLY_OK;
   if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &p, err)) ) goto done;
-  const fly_pages_info *in = fly_pages_info_of(p);
-  for(int64_t pg = 0; pg < in->n_pages; pg++){
-    size_t n;
-    if( (rc = fly_pages_read_page(p, pg, X + (size_t)(pg * in->page_rows * sh->width),
-                                  &n, err)) ) goto done;
+  int64_t n_pages = fly_pages_info_of(p)->n_pages;
+  fly_pages_close(p);
+  p = NULL;
+  for(int i = 0; i < 2; i++){
+    part[i] = (load_part){ db_path, ds, i ? n_pages / 2 : 0, i ? n_pages : n_pages / 2,
+                           sh->width, X, FLY_OK, {0} };
   }
+  started = n_pages > 1 && pthread_create(&th, NULL, load_pages, &part[1]) == 0;
+  load_pages(&part[0]);
+  if( started ) pthread_join(th, NULL);
+  else load_pages(&part[1]);
+  for(int i = 0; i < 2; i++)
+    if( part[i].rc ){
+      rc = part[i].rc;
+      *err = part[i].err;
+      goto done;
+    }
 done:
   fly_pages_close(p);
   if( rc ){ fly_free(X); return rc; }
@@ -411,7 +458,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
    * each decoding the pages into a cache of its own. */
   if( c->z == FLY_Z_REGULAR || (double)dset->n_rows * (double)dset->width * 8.0 <=
                                (double)((size_t)c->cache_mb << 20) )
-    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+    if( (rc = load_all(db_path, db, ds, dset, &Xall, err)) ) goto done;
   fly_tune_opts to;
   fly_tune_opts_default(&to);
   to.X = Xall;
@@ -487,7 +534,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   }
 
   if( c->z == FLY_Z_REGULAR && !Xall ){
-    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+    if( (rc = load_all(db_path, db, ds, dset, &Xall, err)) ) goto done;
     cc.Xall = Xall;
   }
 
