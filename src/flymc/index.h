@@ -26,9 +26,12 @@
  * cannot be started).  With L (fly_bounds.chol_key: D x D lower) each
  * record's tail holds the row's sketch, and *s is the sketch with its
  * codes placed there (fly_sketch_init_placed); with L NULL there is no
- * sketch and *s is zeroed.  On failure b and s are freed. */
+ * sketch and *s is zeroed.  X: all rows of ds in memory (row r's values
+ * at X + r width, as the pages decode them), which the sketches are then
+ * encoded from; NULL: they decode the data pages.  On failure b and s are
+ * freed. */
 fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_model *m,
-                       const double *L, int threads, fly_buckets *b, fly_sketch *s,
-                       fly_err *err);
+                       const double *L, const double *X, int threads, fly_buckets *b,
+                       fly_sketch *s, fly_err *err);
 
 #endif
