@@ -300,10 +300,20 @@ static fly_rc read_page(scan *sc, int64_t k, const double **X, size_t *n,
     *X = sc->X;
   }
   if( rc || sc->checked ) return rc;
+  /* every value finite: no exponent field all ones (a loop the compiler
+   * vectorises); only a page that fails is searched for the message */
+  const uint64_t EXP = UINT64_C(0x7ff0000000000000);
+  uint64_t bad = 0;
+  const size_t nv = *n * sc->ldx;
+  for(size_t i = 0; i < nv; i++){
+    uint64_t u;
+    memcpy(&u, *X + i, sizeof u);
+    bad |= (uint64_t)((u & EXP) == EXP);
+  }
   for(size_t i = 0; i < *n; i++){
     const double *x = *X + i * sc->ldx;
     int64_t row = k * sc->page_rows + (int64_t)i;
-    for(size_t j = 0; j < sc->ldx; j++)
+    for(size_t j = 0; bad && j < sc->ldx; j++)
       if( !isfinite(x[j]) )
         return fly_fail(err, FLY_CORRUPT, "data set %lld, row %lld (page "
                         "%lld), column %zu: value %g is not finite",
