@@ -184,7 +184,13 @@ static void *load_pages(void *arg)
   int began = 0;
   fly_rc rc = fly_db_open(lp->path, FLY_DB_READONLY, &db, &lp->err);
   if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, lp->ds, 0, &p, &lp->err);
-  if( rc == FLY_OK ) began = fly_db_read_begin(db);
+  if( rc == FLY_OK ){
+    const fly_pages_info *in = fly_pages_info_of(p);
+    int64_t r1 = lp->hi * in->page_rows < in->n_rows ? lp->hi * in->page_rows : in->n_rows;
+    fly_mem_prefault(lp->X + (size_t)(lp->lo * in->page_rows * lp->width),
+                     (size_t)((r1 - lp->lo * in->page_rows) * lp->width) * sizeof(double));
+    began = fly_db_read_begin(db);
+  }
   for(int64_t pg = lp->lo; rc == FLY_OK && pg < lp->hi; pg++){
     const fly_pages_info *in = fly_pages_info_of(p);
     size_t n;
