@@ -59,7 +59,16 @@ static double now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The watching thread's wake-up: each chain that ends counts itself in
+ * `ended` and signals, so the watcher need not sleep out its poll. */
+typedef struct waker {
+  pthread_mutex_t mu;
+  pthread_cond_t  cv;
+  int             ended;
+} waker;
+
 typedef struct job {
+  waker               *wk;
   const fly_run_cfg   *cfg;
   const fly_chain_cfg *cc;
   const char          *db_path;
@@ -154,6 +163,10 @@ done:
   fly_trace_close(tr);
   fly_chain_close(ch);
   atomic_store(&j->rc, (int)rc);
+  pthread_mutex_lock(&j->wk->mu);
+  j->wk->ended++;
+  pthread_cond_signal(&j->wk->cv);
+  pthread_mutex_unlock(&j->wk->mu);
   return NULL;
 }
 
@@ -304,13 +317,19 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
 {
   int n = (int)c->chains, nstarted = 0;
   atomic_int stop;
+  waker wk;
+  int seen = 0;
   fly_rc rc = FLY_OK;
   job *jobs = fly_alloc_array((size_t)n, sizeof *jobs);
   pthread_t *th = fly_alloc_array((size_t)n, sizeof *th);
   if( !jobs || !th ){ rc = fly_fail(err, FLY_NOMEM, "chains"); goto done; }
   atomic_init(&stop, 0);
+  pthread_mutex_init(&wk.mu, NULL);
+  pthread_cond_init(&wk.cv, NULL);
+  wk.ended = 0;
   for(int i = 0; i < n; i++){
     job *j = &jobs[i];
+    j->wk = &wk;
     j->cfg = c;
     j->cc = cc;
     j->db_path = db_path;
@@ -362,8 +381,16 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
         break;
       }
     }
-    struct timespec ts = { 0, FLY_RUN_POLL_MS * 1000L * 1000L };
-    nanosleep(&ts, NULL);
+    /* until the next poll, or until a chain ends (unless one ended since
+     * the last look) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += FLY_RUN_POLL_MS * 1000L * 1000L;
+    if( ts.tv_nsec >= 1000000000L ){ ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&wk.mu);
+    if( wk.ended == seen ) pthread_cond_timedwait(&wk.cv, &wk.mu, &ts);
+    seen = wk.ended;
+    pthread_mutex_unlock(&wk.mu);
   }
   for(int i = 0; i < nstarted; i++) pthread_join(th[i], NULL);
   for(int i = 0; i < nstarted && rc == FLY_OK; i++)
@@ -386,6 +413,8 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
   }
   res->profiled = c->profile && nstarted > 0;
   if( rc == FLY_OK && asked ) rc = FLY_DONE;
+  pthread_cond_destroy(&wk.cv);
+  pthread_mutex_destroy(&wk.mu);
 done:
   fly_free(jobs);
   fly_free(th);
