@@ -5,7 +5,8 @@
  *
  * Two phases, each a pass over the chunks that the threads take in turn:
  * the first counts each chunk's rows into the buckets (bound pages); the
- * second encodes each chunk's sketches (data pages) and places its rows
+ * second encodes each chunk's sketches (data pages, or the rows in memory
+ * when the caller has them) and places its rows
  * (bound pages again), each record written whole at its position.  So the
  * records are written once each, the memory is the index's alone (no map
  * from rows to positions, a chunk's codes a thread), and a candidate's row

@@ -50,9 +50,20 @@
  * meantime.  Any failure or a kill rolls everything back: a bound set is
  * either absent or complete and 'ready'.
  *
+ * Two threads.  With the rows in memory, once the Newton steps run (tall
+ * data), each full scan splits the pages in two fixed halves: a second
+ * thread scans the second half into sums of its own, which are added to
+ * the first half's after both end.  The split depends on the number of
+ * pages alone, so the same data give the same bits however the threads
+ * are scheduled (derivs, write_bounds).  In (c) each thread also encodes
+ * its half's bound pages (fly_pagewriter_encode) and the calling thread
+ * inserts them in page order: the same pages as one thread writes.  Short
+ * data, streamed pages and the full L-BFGS stay on one thread.
+ *
  * Memory: one page of rows, a few page_rows-long vectors, the model's work
  * (type->work_len(m, page_rows)), O(P^2) matrices, the L-BFGS workspace;
- * nothing proportional to N.  Cost: (evaluations + 2) scans of N D work,
+ * nothing proportional to N, but for the encoded bound pages of a split
+ * (c), about the size of the bound set, whose rows are in memory anyway.  Cost: (evaluations + 2) scans of N D work,
  * or with a subsample start its evaluations times N / s, the Newton
  * scans (N D^2 each) and one for the bounds.
  */
