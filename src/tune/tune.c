@@ -716,10 +716,10 @@ static void bwork_free(bwork *b)
   memset(b, 0, sizeof *b);
 }
 
-static fly_rc bwork_new(const scan *sc, bwork *b, fly_err *err)
+static fly_rc bwork_new(const scan *sc, size_t pages, bwork *b, fly_err *err)
 {
   const fly_model *m = sc->m;
-  const size_t n_xi = m->type->n_xi(m), pr = (size_t)sc->page_rows;
+  const size_t n_xi = m->type->n_xi(m), pr = (size_t)sc->page_rows * pages;
   size_t wl = m->type->work_len(m, pr);
   memset(b, 0, sizeof *b);
   b->xid = fly_alloc_array(pr * n_xi, sizeof *b->xid);
@@ -735,20 +735,28 @@ static fly_rc bwork_new(const scan *sc, bwork *b, fly_err *err)
   return FLY_OK;
 }
 
-/* The bound rows of data page k into bw->rows (*n rows of n_xi + 1
- * values, as stored: the xi rounded to f32 once, the key rounded up to
- * f32, NaN with fixed tuning), the page's moments added into mom and, with
- * g non-NULL, its sum of log L_n at th into *ll and gradient into g.
- * LD: lower Cholesky factor of the key metric H_D (D x D). */
+/* The bound rows of data pages k .. k + np - 1 into bw->rows (*n rows of
+ * n_xi + 1 values, as stored: the xi rounded to f32 once, the key rounded
+ * up to f32, NaN with fixed tuning), their moments added into mom and,
+ * with g non-NULL, their sum of log L_n at th into *ll and gradient into
+ * g.  np > 1 only with the rows in memory (consecutive there), bw sized
+ * for np pages.  LD: lower Cholesky factor of the key metric H_D (D x D). */
 static fly_rc bound_page(scan *sc, const build *bd, const double *th, const double *LD,
-                         int64_t k, bwork *bw, size_t *n, double *mom, double *ll,
-                         double *g, fly_err *err)
+                         int64_t k, int64_t np, bwork *bw, size_t *n, double *mom,
+                         double *ll, double *g, fly_err *err)
 {
   const fly_model *m = sc->m;
   const size_t n_xi = m->type->n_xi(m), D = sc->D;
-  const double *X;
+  const double *X = NULL;
   fly_rc rc;
-  if( (rc = read_page(sc, k, &X, n, err)) ) return rc;
+  *n = 0;
+  for(int64_t q = k; q < k + np; q++){
+    const double *Xq;
+    size_t nq;
+    if( (rc = read_page(sc, q, &Xq, &nq, err)) ) return rc;
+    if( !X ) X = Xq;
+    *n += nq;
+  }
   if( g ){
     m->type->eval(m, th, X, sc->ldx, NULL, *n, bw->logL, NULL, bw->work);
     for(size_t i = 0; i < *n; i++) *ll += bw->logL[i];
@@ -797,10 +805,10 @@ static fly_rc bound_page(scan *sc, const build *bd, const double *th, const doub
 }
 
 /* Half of the pages of a split bounds' scan (write_bounds): pages lo..hi-1
- * into bound rows, each full page encoded into enc + (k - lo) * cap with
- * blob[k - lo] saying how (the last page, if short, stays in bw->rows, its
- * *n_last rows); the moments, sum of log L and gradient (g non-NULL) of
- * the half summed apart. */
+ * into bound rows, TUNE_BLOCK pages at a time, each full page encoded into
+ * enc + (k - lo) * cap with blob[k - lo] saying how (the last page, if
+ * short, is left at the start of bw->rows, its n_last rows); the moments,
+ * sum of log L and gradient (g non-NULL) of the half summed apart. */
 typedef struct bhalf {
   scan                 *sc;
   const build          *bd;
@@ -822,15 +830,24 @@ static void *bhalf_run(void *arg)
 {
   bhalf *h = arg;
   fly_rc rc = FLY_OK;
-  for(int64_t k = h->lo; k < h->hi && rc == FLY_OK; k++){
+  const int64_t pr = h->sc->page_rows;
+  const size_t width = h->sc->m->type->n_xi(h->sc->m) + 1;
+  for(int64_t k = h->lo; k < h->hi && rc == FLY_OK; k += TUNE_BLOCK){
+    int64_t np = h->hi - k < TUNE_BLOCK ? h->hi - k : TUNE_BLOCK;
     size_t n = 0;
-    rc = bound_page(h->sc, h->bd, h->th, h->LD, k, &h->bw, &n, h->mom, &h->ll, h->g,
+    rc = bound_page(h->sc, h->bd, h->th, h->LD, k, np, &h->bw, &n, h->mom, &h->ll, h->g,
                     &h->err);
-    if( rc ) break;
-    if( (int64_t)n < h->sc->page_rows ){ h->n_last = n; break; }   /* the last page */
-    rc = fly_pagewriter_encode(h->w, h->bw.rows, h->scratch,
-                               h->enc + (size_t)(k - h->lo) * h->cap, &h->blob[k - h->lo],
-                               &h->err);
+    for(int64_t q = 0; rc == FLY_OK && q < np; q++){
+      const double *rows = h->bw.rows + (size_t)(q * pr) * width;
+      if( (int64_t)n - q * pr < pr ){          /* the last page, short */
+        h->n_last = n - (size_t)(q * pr);
+        if( q ) memmove(h->bw.rows, rows, h->n_last * width * sizeof *rows);
+        break;
+      }
+      rc = fly_pagewriter_encode(h->w, rows, h->scratch,
+                                 h->enc + (size_t)(k + q - h->lo) * h->cap,
+                                 &h->blob[k + q - h->lo], &h->err);
+    }
   }
   h->rc = rc;
   return NULL;
@@ -882,9 +899,9 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
   }
 
   if( !split ){
-    if( (rc = bwork_new(sc, &bw, err)) ) goto done;
+    if( (rc = bwork_new(sc, 1, &bw, err)) ) goto done;
     for(int64_t k = 0; k < sc->n_pages; k++){
-      if( (rc = bound_page(sc, bd, th, LD, k, &bw, &n, mom, &ll, f ? g : NULL, err)) )
+      if( (rc = bound_page(sc, bd, th, LD, k, 1, &bw, &n, mom, &ll, f ? g : NULL, err)) )
         goto done;
       for(size_t i = 0; i < n; i++)
         if( (rc = fly_pagewriter_add(w, bw.rows + i * (n_xi + 1), err)) ) goto done;
@@ -897,7 +914,7 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
       int64_t np = i ? sc->n_pages - mid : mid;
       *h = (bhalf){ .sc = sc, .bd = bd, .w = w, .th = th, .LD = LD, .lo = i ? mid : 0,
                     .hi = i ? sc->n_pages : mid };
-      if( (rc = bwork_new(sc, &h->bw, err)) ) goto done;
+      if( (rc = bwork_new(sc, TUNE_BLOCK, &h->bw, err)) ) goto done;
       h->cap = cap;
       h->scratch = fly_alloc_array(sb ? sb : 1, 1);
       h->enc = fly_alloc_array((size_t)np, cap);
