@@ -5,7 +5,8 @@
  *
  * Two phases, each a pass over the chunks that the threads take in turn:
  * the first counts each chunk's rows into the buckets (bound pages); the
- * second encodes each chunk's sketches (data pages) and places its rows
+ * second encodes each chunk's sketches (data pages, or the rows in memory
+ * when the caller has them) and places its rows
  * (bound pages again), each record written whole at its position.  So the
  * records are written once each, the memory is the index's alone (no map
  * from rows to positions, a chunk's codes a thread), and a candidate's row
@@ -26,9 +27,12 @@
  * cannot be started).  With L (fly_bounds.chol_key: D x D lower) each
  * record's tail holds the row's sketch, and *s is the sketch with its
  * codes placed there (fly_sketch_init_placed); with L NULL there is no
- * sketch and *s is zeroed.  On failure b and s are freed. */
+ * sketch and *s is zeroed.  X: all rows of ds in memory (row r's values
+ * at X + r width, as the pages decode them), which the sketches are then
+ * encoded from; NULL: they decode the data pages.  On failure b and s are
+ * freed. */
 fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_model *m,
-                       const double *L, int threads, fly_buckets *b, fly_sketch *s,
-                       fly_err *err);
+                       const double *L, const double *X, int threads, fly_buckets *b,
+                       fly_sketch *s, fly_err *err);
 
 #endif

@@ -62,7 +62,16 @@ static double now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The watching thread's wake-up: each chain that ends counts itself in
+ * `ended` and signals, so the watcher need not sleep out its poll. */
+typedef struct waker {
+  pthread_mutex_t mu;
+  pthread_cond_t  cv;
+  int             ended;
+} waker;
+
 typedef struct job {
+  waker               *wk;
   const fly_run_cfg   *cfg;
   const fly_chain_cfg *cc;
   const char          *db_path;
@@ -161,6 +170,10 @@ done:
   fly_trace_close(tr);
   fly_chain_close(ch);
   atomic_store(&j->rc, (int)rc);
+  pthread_mutex_lock(&j->wk->mu);
+  j->wk->ended++;
+  pthread_cond_signal(&j->wk->cv);
+  pthread_mutex_unlock(&j->wk->mu);
   return NULL;
 }
 
@@ -173,24 +186,77 @@ static int fits_memory(const fly_dataset *sh)
   return !(pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz);
 }
 
+/* Pages lo..hi-1 of data set ds decoded into their place in X, on a
+ * connection of its own (a thread's part of load_all). */
+typedef struct load_part {
+  const char *path;
+  int64_t     ds, lo, hi, width;
+  double     *X;
+  fly_rc      rc;
+  fly_err     err;
+} load_part;
+
+static void *load_pages(void *arg)
+{
+  load_part *lp = arg;
+  fly_db *db = NULL;
+  fly_pages *p = NULL;
+  int began = 0;
+  fly_rc rc = fly_db_open(lp->path, FLY_DB_READONLY, &db, &lp->err);
+  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, lp->ds, 0, &p, &lp->err);
+  if( rc == FLY_OK ){
+    const fly_pages_info *in = fly_pages_info_of(p);
+    int64_t r1 = lp->hi * in->page_rows < in->n_rows ? lp->hi * in->page_rows : in->n_rows;
+    fly_mem_prefault(lp->X + (size_t)(lp->lo * in->page_rows * lp->width),
+                     (size_t)((r1 - lp->lo * in->page_rows) * lp->width) * sizeof(double));
+    began = fly_db_read_begin(db);
+  }
+  for(int64_t pg = lp->lo; rc == FLY_OK && pg < lp->hi; pg++){
+    const fly_pages_info *in = fly_pages_info_of(p);
+    size_t n;
+    rc = fly_pages_read_page(p, pg, lp->X + (size_t)(pg * in->page_rows * lp->width), &n,
+                             &lp->err);
+  }
+  if( db ) fly_db_read_end(db, began);
+  fly_pages_close(p);
+  fly_db_close(db);
+  lp->rc = rc;
+  return NULL;
+}
+
 /* All rows in one block, when they fit (fits_memory); *out NULL (stream
- * the pages instead) when they do not. */
-static fly_rc load_all(fly_db *db, int64_t ds, const fly_dataset *sh, double **out,
-                       fly_err *err)
+ * the pages instead) when they do not.  Two threads decode a half of the
+ * pages each (the values do not depend on who decodes them). */
+static fly_rc load_all(const char *db_path, fly_db *db, int64_t ds, const fly_dataset *sh,
+                       double **out, fly_err *err)
 {
   fly_pages *p = NULL;
   fly_rc rc;
+  load_part part[2];
+  pthread_t th;
+  int started = 0;
   *out = NULL;
   if( !fits_memory(sh) ) return FLY_OK;
   double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
   if( !X ) return FLY_OK;
   if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &p, err)) ) goto done;
-  const fly_pages_info *in = fly_pages_info_of(p);
-  for(int64_t pg = 0; pg < in->n_pages; pg++){
-    size_t n;
-    if( (rc = fly_pages_read_page(p, pg, X + (size_t)(pg * in->page_rows * sh->width),
-                                  &n, err)) ) goto done;
+  int64_t n_pages = fly_pages_info_of(p)->n_pages;
+  fly_pages_close(p);
+  p = NULL;
+  for(int i = 0; i < 2; i++){
+    part[i] = (load_part){ db_path, ds, i ? n_pages / 2 : 0, i ? n_pages : n_pages / 2,
+                           sh->width, X, FLY_OK, {0} };
   }
+  started = n_pages > 1 && pthread_create(&th, NULL, load_pages, &part[1]) == 0;
+  load_pages(&part[0]);
+  if( started ) pthread_join(th, NULL);
+  else load_pages(&part[1]);
+  for(int i = 0; i < 2; i++)
+    if( part[i].rc ){
+      rc = part[i].rc;
+      *err = part[i].err;
+      goto done;
+    }
 done:
   fly_pages_close(p);
   if( rc ){ fly_free(X); return rc; }
@@ -258,13 +324,19 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
 {
   int n = (int)c->chains, nstarted = 0;
   atomic_int stop;
+  waker wk;
+  int seen = 0;
   fly_rc rc = FLY_OK;
   job *jobs = fly_alloc_array((size_t)n, sizeof *jobs);
   pthread_t *th = fly_alloc_array((size_t)n, sizeof *th);
   if( !jobs || !th ){ rc = fly_fail(err, FLY_NOMEM, "chains"); goto done; }
   atomic_init(&stop, 0);
+  pthread_mutex_init(&wk.mu, NULL);
+  pthread_cond_init(&wk.cv, NULL);
+  wk.ended = 0;
   for(int i = 0; i < n; i++){
     job *j = &jobs[i];
+    j->wk = &wk;
     j->cfg = c;
     j->cc = cc;
     j->db_path = db_path;
@@ -316,8 +388,16 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
         break;
       }
     }
-    struct timespec ts = { 0, FLY_RUN_POLL_MS * 1000L * 1000L };
-    nanosleep(&ts, NULL);
+    /* until the next poll, or until a chain ends (unless one ended since
+     * the last look) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += FLY_RUN_POLL_MS * 1000L * 1000L;
+    if( ts.tv_nsec >= 1000000000L ){ ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&wk.mu);
+    if( wk.ended == seen ) pthread_cond_timedwait(&wk.cv, &wk.mu, &ts);
+    seen = wk.ended;
+    pthread_mutex_unlock(&wk.mu);
   }
   for(int i = 0; i < nstarted; i++) pthread_join(th[i], NULL);
   for(int i = 0; i < nstarted && rc == FLY_OK; i++)
@@ -340,6 +420,8 @@ static fly_rc drive(const char *db_path, const fly_run_cfg *c, const fly_chain_c
   }
   res->profiled = c->profile && nstarted > 0;
   if( rc == FLY_OK && asked ) rc = FLY_DONE;
+  pthread_cond_destroy(&wk.cv);
+  pthread_mutex_destroy(&wk.mu);
 done:
   fly_free(jobs);
   fly_free(th);
@@ -418,7 +500,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
    * each decoding the pages into a cache of its own. */
   if( c->z == FLY_Z_REGULAR || (double)dset->n_rows * (double)dset->width * 8.0 <=
                                (double)((size_t)c->cache_mb << 20) )
-    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+    if( (rc = load_all(db_path, db, ds, dset, &Xall, err)) ) goto done;
   fly_tune_opts to;
   fly_tune_opts_default(&to);
   to.X = Xall;
@@ -435,7 +517,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     double ti = now();
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int nt = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (int)ncpu;
-    if( (rc = fly_index_build(db_path, ds, bs, &m, c->sketch ? bd->chol_key : NULL, nt,
+    if( (rc = fly_index_build(db_path, ds, bs, &m, c->sketch ? bd->chol_key : NULL, Xall, nt,
                               &bk, &sk, err)) ) goto done;
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
         c->sketch ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
@@ -494,7 +576,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   }
 
   if( c->z == FLY_Z_REGULAR && !Xall ){
-    if( (rc = load_all(db, ds, dset, &Xall, err)) ) goto done;
+    if( (rc = load_all(db_path, db, ds, dset, &Xall, err)) ) goto done;
     cc.Xall = Xall;
   }
 

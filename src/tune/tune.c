@@ -50,9 +50,20 @@
  * meantime.  Any failure or a kill rolls everything back: a bound set is
  * either absent or complete and 'ready'.
  *
+ * Two threads.  With the rows in memory, once the Newton steps run (tall
+ * data), each full scan splits the pages in two fixed halves: a second
+ * thread scans the second half into sums of its own, which are added to
+ * the first half's after both end.  The split depends on the number of
+ * pages alone, so the same data give the same bits however the threads
+ * are scheduled (derivs, write_bounds).  In (c) each thread also encodes
+ * its half's bound pages (fly_pagewriter_encode) and the calling thread
+ * inserts them in page order: the same pages as one thread writes.  Short
+ * data, streamed pages and the full L-BFGS stay on one thread.
+ *
  * Memory: one page of rows, a few page_rows-long vectors, the model's work
  * (type->work_len(m, page_rows)), O(P^2) matrices, the L-BFGS workspace;
- * nothing proportional to N.  Cost: (evaluations + 2) scans of N D work,
+ * nothing proportional to N, but for the encoded bound pages of a split
+ * (c), about the size of the bound set, whose rows are in memory anyway.  Cost: (evaluations + 2) scans of N D work,
  * or with a subsample start its evaluations times N / s, the Newton
  * scans (N D^2 each) and one for the bounds.
  */
@@ -61,6 +72,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +268,11 @@ typedef struct scan {
   int64_t          stride;    /* scan pages 0, stride, 2 stride, ... */
   double           w;         /* weight of each row: rows / rows scanned */
   double          *work;      /* type->work_len(m, page_rows) */
+  double          *logL2, *work2, *g2, *H2;  /* the second half's buffers of a
+                                 split scan (derivs; with Xall) */
+  int              split;     /* full scans in two halves (derivs): set by
+                                 the Newton steps, which the tall data of a
+                                 subsample start take */
   int              checked;   /* a full scan has validated every row */
   int              n_scans;
   double           t0;        /* build start, for progress lines */
@@ -294,10 +311,20 @@ static fly_rc read_page(scan *sc, int64_t k, const double **X, size_t *n,
     *X = sc->X;
   }
   if( rc || sc->checked ) return rc;
+  /* every value finite: no exponent field all ones (a loop the compiler
+   * vectorises); only a page that fails is searched for the message */
+  const uint64_t EXP = UINT64_C(0x7ff0000000000000);
+  uint64_t bad = 0;
+  const size_t nv = *n * sc->ldx;
+  for(size_t i = 0; i < nv; i++){
+    uint64_t u;
+    memcpy(&u, *X + i, sizeof u);
+    bad |= (uint64_t)((u & EXP) == EXP);
+  }
   for(size_t i = 0; i < *n; i++){
     const double *x = *X + i * sc->ldx;
     int64_t row = k * sc->page_rows + (int64_t)i;
-    for(size_t j = 0; j < sc->ldx; j++)
+    for(size_t j = 0; bad && j < sc->ldx; j++)
       if( !isfinite(x[j]) )
         return fly_fail(err, FLY_CORRUPT, "data set %lld, row %lld (page "
                         "%lld), column %zu: value %g is not finite",
@@ -312,48 +339,107 @@ static fly_rc read_page(scan *sc, int64_t k, const double **X, size_t *n,
   return FLY_OK;
 }
 
+/* Pages lo, lo + step, ... below hi of the scan at th, added into *ll
+ * (sum of log L_n), g (its gradient, unweighted but for sc->wts) and H
+ * (the likelihood's part of -hess), each when non-NULL; logL and work are
+ * the caller's buffers (sc->logL, sc->work or a part's own). */
+static fly_rc derivs_range(scan *sc, const double *th, int64_t lo, int64_t hi,
+                           double *logL, double *work, double *ll, double *g,
+                           double *H, fly_err *err)
+{
+  const fly_model *m = sc->m;
+  size_t n;
+  /* with the rows in memory, sc->block consecutive pages at a time (their
+   * rows are consecutive there) */
+  const int64_t span = sc->Xall && sc->stride == 1 ? sc->block : 1;
+  const int64_t step = span > 1 ? span : sc->stride;
+  for(int64_t k = lo; k < hi; k += step){
+    const double *X = NULL;
+    size_t nb = 0;
+    for(int64_t q = k; q < k + span && q < hi; q++){
+      const double *Xq;
+      fly_rc rc = read_page(sc, q, &Xq, &n, err);
+      if( rc ) return rc;
+      if( !X ) X = Xq;
+      nb += n;
+    }
+    n = nb;
+    if( g ){
+      m->type->eval(m, th, X, sc->ldx, NULL, n, logL, NULL, work);
+      double s = 0;
+      for(size_t i = 0; i < n; i++) s += logL[i];
+      *ll += s;
+      m->type->grad(m, th, X, sc->ldx, NULL, n, sc->wts, NULL, g, work);
+    }
+    if( H ) m->type->neg_hess(m, th, X, sc->ldx, n, H, work);
+  }
+  return FLY_OK;
+}
+
+/* The second half of a split scan (derivs), on a thread of its own. */
+typedef struct half {
+  scan         *sc;
+  const double *th;
+  int64_t       lo, hi;
+  double        ll;
+  double       *g, *H;     /* zeroed sums of the half, or NULL */
+  fly_rc        rc;
+  fly_err       err;
+} half;
+
+static void *half_run(void *arg)
+{
+  half *h = arg;
+  h->rc = derivs_range(h->sc, h->th, h->lo, h->hi, h->sc->logL2, h->sc->work2, &h->ll,
+                       h->g, h->H, &h->err);
+  return NULL;
+}
+
 /* One scan at th of every sc->stride-th page, each row weighted by sc->w:
  * with f non-NULL, *f = -(log prior + w sum_n log L_n), and g = its
  * gradient; with H non-NULL, H = -hess log posterior (w = 1, stride 1:
- * the Laplace precision).  A scan of every page validates every row. */
+ * the Laplace precision).  A scan of every page validates every row.
+ * A full scan of rows in memory (sc->split set) is two halves of the
+ * pages, the second on a thread of its own, its sums added to the
+ * first's: the same bits however the threads run. */
 static fly_rc derivs(scan *sc, const double *th, double *f, double *g,
                      double *H, fly_err *err)
 {
   const fly_model *m = sc->m;
   double ll = 0, lp = 0;
-  size_t n;
+  fly_rc rc;
+  half h;
+  pthread_t t;
+  int split = sc->split && sc->stride == 1 && sc->n_pages >= 2, started = 0;
+  int64_t mid = split ? sc->n_pages / 2 : sc->n_pages;
 
   if( f ){
     memset(g, 0, sc->P * sizeof *g);
     lp = fly_model_log_prior(m, th, g);
   }
   if( H ) memset(H, 0, sc->P * sc->P * sizeof *H);
-  int began = fly_db_read_begin(sc->db);
-  /* with the rows in memory, sc->block consecutive pages at a time (their
-   * rows are consecutive there) */
-  const int64_t span = sc->Xall && sc->stride == 1 ? sc->block : 1;
-  const int64_t step = span > 1 ? span : sc->stride;
-  for(int64_t k = 0; k < sc->n_pages; k += step){
-    const double *X = NULL;
-    size_t nb = 0;
-    for(int64_t q = k; q < k + span && q < sc->n_pages; q++){
-      const double *Xq;
-      fly_rc rc = read_page(sc, q, &Xq, &n, err);
-      if( rc ){ fly_db_read_end(sc->db, began); return rc; }
-      if( !X ) X = Xq;
-      nb += n;
-    }
-    n = nb;
-    if( f ){
-      m->type->eval(m, th, X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
-      double s = 0;
-      for(size_t i = 0; i < n; i++) s += sc->logL[i];
-      ll += s;
-      m->type->grad(m, th, X, sc->ldx, NULL, n, sc->wts, NULL, g, sc->work);
-    }
-    if( H ) m->type->neg_hess(m, th, X, sc->ldx, n, H, sc->work);
+  if( split ){
+    memset(&h, 0, sizeof h);
+    h = (half){ sc, th, mid, sc->n_pages, 0.0, f ? sc->g2 : NULL, H ? sc->H2 : NULL,
+                FLY_OK, {0} };
+    if( h.g ) memset(h.g, 0, sc->P * sizeof *h.g);
+    if( h.H ) memset(h.H, 0, sc->P * sc->P * sizeof *h.H);
+    started = pthread_create(&t, NULL, half_run, &h) == 0;
   }
+  int began = fly_db_read_begin(sc->db);
+  rc = derivs_range(sc, th, 0, mid, sc->logL, sc->work, &ll, f ? g : NULL, H, err);
   fly_db_read_end(sc->db, began);
+  if( split ){
+    if( started ) pthread_join(t, NULL);
+    else half_run(&h);
+    if( rc == FLY_OK && h.rc ){ rc = h.rc; *err = h.err; }
+    if( rc == FLY_OK ){
+      ll += h.ll;
+      if( h.g ) for(size_t j = 0; j < sc->P; j++) g[j] += h.g[j];
+      if( h.H ) for(size_t j = 0; j < sc->P * sc->P; j++) H[j] += h.H[j];
+    }
+  }
+  if( rc ) return rc;
   if( sc->stride == 1 ) sc->checked = 1;
   sc->n_scans++;
   if( H ) fly_model_prior_neg_hess(m, H);
@@ -609,10 +695,182 @@ typedef struct build {
   const fly_tune_given *given;  /* NULL: search the MAP and H here */
 } build;
 
+/* One thread's buffers for bound rows (bound_page). */
+typedef struct bwork {
+  double *xid;    /* page_rows x n_xi */
+  float  *xf;     /* the same rounded to f32 */
+  double *Y;      /* page_rows x D */
+  double *logL;   /* page_rows */
+  double *work;   /* type->work_len(m, page_rows) */
+  double *rows;   /* page_rows x (n_xi + 1): the page's bound rows */
+} bwork;
+
+static void bwork_free(bwork *b)
+{
+  fly_free(b->xid);
+  fly_free(b->xf);
+  fly_free(b->Y);
+  fly_free(b->logL);
+  fly_free(b->work);
+  fly_free(b->rows);
+  memset(b, 0, sizeof *b);
+}
+
+static fly_rc bwork_new(const scan *sc, size_t pages, bwork *b, fly_err *err)
+{
+  const fly_model *m = sc->m;
+  const size_t n_xi = m->type->n_xi(m), pr = (size_t)sc->page_rows * pages;
+  size_t wl = m->type->work_len(m, pr);
+  memset(b, 0, sizeof *b);
+  b->xid = fly_alloc_array(pr * n_xi, sizeof *b->xid);
+  b->xf = fly_alloc_array(pr * n_xi, sizeof *b->xf);
+  b->Y = fly_alloc_array(pr * (sc->D ? sc->D : 1), sizeof *b->Y);
+  b->logL = fly_alloc_array(pr, sizeof *b->logL);
+  b->work = fly_alloc_array(wl ? wl : 1, sizeof *b->work);
+  b->rows = fly_alloc_array(pr, (n_xi + 1) * sizeof *b->rows);
+  if( !b->xid || !b->xf || !b->Y || !b->logL || !b->work || !b->rows ){
+    bwork_free(b);
+    return fly_fail(err, FLY_NOMEM, "bound page buffers (%zu rows)", pr);
+  }
+  return FLY_OK;
+}
+
+/* The bound rows of data pages k .. k + np - 1 into bw->rows (*n rows of
+ * n_xi + 1 values, as stored: the xi rounded to f32 once, the key rounded
+ * up to f32, NaN with fixed tuning), their moments added into mom and,
+ * with g non-NULL, their sum of log L_n at th into *ll and gradient into
+ * g.  np > 1 only with the rows in memory (consecutive there), bw sized
+ * for np pages.  LD: lower Cholesky factor of the key metric H_D (D x D). */
+static fly_rc bound_page(scan *sc, const build *bd, const double *th, const double *LD,
+                         int64_t k, int64_t np, bwork *bw, size_t *n, double *mom,
+                         double *ll, double *g, fly_err *err)
+{
+  const fly_model *m = sc->m;
+  const size_t n_xi = m->type->n_xi(m), D = sc->D;
+  const double *X = NULL;
+  fly_rc rc;
+  *n = 0;
+  for(int64_t q = k; q < k + np; q++){
+    const double *Xq;
+    size_t nq;
+    if( (rc = read_page(sc, q, &Xq, &nq, err)) ) return rc;
+    if( !X ) X = Xq;
+    *n += nq;
+  }
+  if( g ){
+    m->type->eval(m, th, X, sc->ldx, NULL, *n, bw->logL, NULL, bw->work);
+    for(size_t i = 0; i < *n; i++) *ll += bw->logL[i];
+    m->type->grad(m, th, X, sc->ldx, NULL, *n, sc->wts, NULL, g, bw->work);
+  }
+  if( !bd->fixed ){
+    m->type->xi_at(m, th, X, sc->ldx, *n, bw->xid, bw->work);
+    for(size_t i = 0; i < *n; i++)
+      memcpy(bw->Y + i * D, X + i * sc->ldx, D * sizeof *bw->Y);
+    /* Y = X_D L_D^-T: row i is L_D^-1 x_i, so |row i|^2 = x_i' H_D^-1 x_i. */
+    if( D && *n )
+      cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                  CblasNonUnit, (int)*n, (int)D, 1.0, LD, (int)D, bw->Y, (int)D);
+  }else{
+    for(size_t i = 0; i < *n * n_xi; i++) bw->xid[i] = bd->fixed_xi;
+  }
+  for(size_t i = 0; i < *n; i++){
+    int64_t r = k * sc->page_rows + (int64_t)i;
+    float *xr = bw->xf + i * n_xi;
+    double *row = bw->rows + i * (n_xi + 1);
+    for(size_t q = 0; q < n_xi; q++){
+      xr[q] = (float)bw->xid[i * n_xi + q];  /* rounded to nearest, once */
+      row[q] = xr[q];
+      if( !isfinite(xr[q]) )
+        return fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: bound "
+                        "parameter %g is not finite at the MAP",
+                        (long long)sc->ds, (long long)r + 1, bw->xid[i * n_xi + q]);
+    }
+    if( bd->fixed ){
+      row[n_xi] = NAN;
+    }else{
+      double y2 = 0;
+      for(size_t j = 0; j < D; j++) y2 += bw->Y[i * D + j] * bw->Y[i * D + j];
+      double key = m->type->thin ? m->type->thin->key(m, xr, sqrt(y2)) : INFINITY;
+      float kf = (float)key;
+      if( (double)kf < key ) kf = nextafterf(kf, INFINITY);
+      if( !(key >= 0) )
+        return fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: thinning "
+                        "key %g (|x|_P = %g) is not a number >= 0",
+                        (long long)sc->ds, (long long)r + 1, key, sqrt(y2));
+      row[n_xi] = kf;
+    }
+  }
+  m->type->moments_add(m, X, sc->ldx, bw->xf, *n, mom, bw->work);
+  return FLY_OK;
+}
+
+/* Half of the pages of a split bounds' scan (write_bounds): pages lo..hi-1
+ * into bound rows, TUNE_BLOCK pages at a time, each full page encoded into
+ * enc + (k - lo) * cap with blob[k - lo] saying how (the last page, if
+ * short, is left at the start of bw->rows, its n_last rows); the moments,
+ * sum of log L and gradient (g non-NULL) of the half summed apart. */
+typedef struct bhalf {
+  scan                 *sc;
+  const build          *bd;
+  const fly_pagewriter *w;
+  const double         *th, *LD;
+  int64_t               lo, hi;
+  bwork                 bw;
+  void                 *scratch;
+  unsigned char        *enc;
+  size_t                cap;
+  fly_page_blob        *blob;
+  size_t                n_last;
+  double               *mom, ll, *g;
+  fly_rc                rc;
+  fly_err               err;
+} bhalf;
+
+static void *bhalf_run(void *arg)
+{
+  bhalf *h = arg;
+  fly_rc rc = FLY_OK;
+  const int64_t pr = h->sc->page_rows;
+  const size_t width = h->sc->m->type->n_xi(h->sc->m) + 1;
+  for(int64_t k = h->lo; k < h->hi && rc == FLY_OK; k += TUNE_BLOCK){
+    int64_t np = h->hi - k < TUNE_BLOCK ? h->hi - k : TUNE_BLOCK;
+    size_t n = 0;
+    rc = bound_page(h->sc, h->bd, h->th, h->LD, k, np, &h->bw, &n, h->mom, &h->ll, h->g,
+                    &h->err);
+    for(int64_t q = 0; rc == FLY_OK && q < np; q++){
+      const double *rows = h->bw.rows + (size_t)(q * pr) * width;
+      if( (int64_t)n - q * pr < pr ){          /* the last page, short */
+        h->n_last = n - (size_t)(q * pr);
+        if( q ) memmove(h->bw.rows, rows, h->n_last * width * sizeof *rows);
+        break;
+      }
+      rc = fly_pagewriter_encode(h->w, rows, h->scratch,
+                                 h->enc + (size_t)(k + q - h->lo) * h->cap,
+                                 &h->blob[k + q - h->lo], &h->err);
+    }
+  }
+  h->rc = rc;
+  return NULL;
+}
+
+static void bhalf_free(bhalf *h)
+{
+  bwork_free(&h->bw);
+  fly_free(h->scratch);
+  fly_free(h->enc);
+  fly_free(h->blob);
+  fly_free(h->mom);
+  fly_free(h->g);
+}
+
 /* Pass (c): bound pages and moments for bound set id, in the caller's
  * transaction.  LD: lower Cholesky factor of the key metric H_D (D x D).
- * fg non-NULL: also f = -log posterior and g = its gradient at th (P
- * values) in the same scan. */
+ * f non-NULL: also f = -log posterior and g = its gradient at th (P
+ * values) in the same scan.  With sc->split (rows in memory after Newton
+ * steps) two threads compute and encode a half of the pages each, the
+ * calling thread inserts them in order: the pages are those of one
+ * thread, the second half's moments (and sums) are added to the
+ * first's. */
 static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
                            const double *th, const double *LD, double *mom,
                            double *f, double *g, int64_t *n_pages,
@@ -620,81 +878,78 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
 {
   double ll = 0, lp = 0;
   const fly_model *m = sc->m;
-  const size_t n_xi = m->type->n_xi(m), D = sc->D, pr = (size_t)sc->page_rows;
+  const size_t n_xi = m->type->n_xi(m), n_mom = m->type->n_moments(m);
   fly_pagewriter *w = NULL;
-  double *xid = NULL, *Y = NULL, *row = NULL;
-  float *xf = NULL;
+  bwork bw;
+  bhalf hf[2];
+  pthread_t t;
+  int started = 0, split = sc->split && sc->n_pages >= 2;
   fly_rc rc;
   size_t n;
 
+  memset(&bw, 0, sizeof bw);
+  memset(hf, 0, sizeof hf);
   rc = fly_pagewriter_open(db, FLY_TABLE_BOUND, id, n_xi + 1, sc->page_rows,
                            FLY_PREC_F32, &w, err);
   if( rc ) return rc;
-  xid = fly_alloc_array(pr * n_xi, sizeof *xid);
-  xf = fly_alloc_array(pr * n_xi, sizeof *xf);
-  Y = fly_alloc_array(pr * (D ? D : 1), sizeof *Y);
-  row = fly_alloc_array(n_xi + 1, sizeof *row);
-  if( !xid || !xf || !Y || !row ){
-    rc = fly_fail(err, FLY_NOMEM, "bound page buffers (%zu rows)", pr);
-    goto done;
-  }
-  memset(mom, 0, m->type->n_moments(m) * sizeof *mom);
+  memset(mom, 0, n_mom * sizeof *mom);
   if( f ){
     memset(g, 0, sc->P * sizeof *g);
     lp = fly_model_log_prior(m, th, g);
   }
 
-  for(int64_t k = 0; k < sc->n_pages; k++){
-    const double *X;
-    if( (rc = read_page(sc, k, &X, &n, err)) ) goto done;
-    if( f ){
-      m->type->eval(m, th, X, sc->ldx, NULL, n, sc->logL, NULL, sc->work);
-      for(size_t i = 0; i < n; i++) ll += sc->logL[i];
-      m->type->grad(m, th, X, sc->ldx, NULL, n, sc->wts, NULL, g, sc->work);
-    }
-    if( !bd->fixed ){
-      m->type->xi_at(m, th, X, sc->ldx, n, xid, sc->work);
+  if( !split ){
+    if( (rc = bwork_new(sc, 1, &bw, err)) ) goto done;
+    for(int64_t k = 0; k < sc->n_pages; k++){
+      if( (rc = bound_page(sc, bd, th, LD, k, 1, &bw, &n, mom, &ll, f ? g : NULL, err)) )
+        goto done;
       for(size_t i = 0; i < n; i++)
-        memcpy(Y + i * D, X + i * sc->ldx, D * sizeof *Y);
-      /* Y = X_D L_D^-T: row i is L_D^-1 x_i, so |row i|^2 = x_i' H_D^-1 x_i. */
-      if( D && n )
-        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                    CblasNonUnit, (int)n, (int)D, 1.0, LD, (int)D, Y, (int)D);
-    }else{
-      for(size_t i = 0; i < n * n_xi; i++) xid[i] = bd->fixed_xi;
+        if( (rc = fly_pagewriter_add(w, bw.rows + i * (n_xi + 1), err)) ) goto done;
     }
-    for(size_t i = 0; i < n; i++){
-      int64_t r = k * sc->page_rows + (int64_t)i;
-      float *xr = xf + i * n_xi;
-      for(size_t q = 0; q < n_xi; q++){
-        xr[q] = (float)xid[i * n_xi + q];  /* rounded to nearest, once */
-        row[q] = xr[q];
-        if( !isfinite(xr[q]) ){
-          rc = fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: bound "
-                        "parameter %g is not finite at the MAP",
-                        (long long)sc->ds, (long long)r + 1, xid[i * n_xi + q]);
-          goto done;
-        }
+  }else{
+    const int64_t mid = sc->n_pages / 2;
+    const size_t cap = fly_pagewriter_enc_bound(w), sb = fly_pagewriter_scratch_bytes(w);
+    for(int i = 0; i < 2; i++){
+      bhalf *h = &hf[i];
+      int64_t np = i ? sc->n_pages - mid : mid;
+      *h = (bhalf){ .sc = sc, .bd = bd, .w = w, .th = th, .LD = LD, .lo = i ? mid : 0,
+                    .hi = i ? sc->n_pages : mid };
+      if( (rc = bwork_new(sc, TUNE_BLOCK, &h->bw, err)) ) goto done;
+      h->cap = cap;
+      h->scratch = fly_alloc_array(sb ? sb : 1, 1);
+      h->enc = fly_alloc_array((size_t)np, cap);
+      h->blob = fly_alloc_array((size_t)np, sizeof *h->blob);
+      h->mom = i ? fly_alloc_array(n_mom ? n_mom : 1, sizeof *h->mom) : mom;
+      h->g = !f ? NULL : i ? fly_alloc_array(sc->P, sizeof *h->g) : g;
+      if( !h->scratch || !h->enc || !h->blob || !h->mom || (f && !h->g) ){
+        rc = fly_fail(err, FLY_NOMEM, "bound pages of %lld data pages", (long long)np);
+        goto done;
       }
-      if( bd->fixed ){
-        row[n_xi] = NAN;
-      }else{
-        double y2 = 0;
-        for(size_t j = 0; j < D; j++) y2 += Y[i * D + j] * Y[i * D + j];
-        double key = m->type->thin ? m->type->thin->key(m, xr, sqrt(y2)) : INFINITY;
-        float kf = (float)key;
-        if( (double)kf < key ) kf = nextafterf(kf, INFINITY);
-        if( !(key >= 0) ){
-          rc = fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: thinning "
-                        "key %g (|x|_P = %g) is not a number >= 0",
-                        (long long)sc->ds, (long long)r + 1, key, sqrt(y2));
-          goto done;
-        }
-        row[n_xi] = kf;
+      if( i ){
+        memset(h->mom, 0, n_mom * sizeof *h->mom);
+        if( h->g ) memset(h->g, 0, sc->P * sizeof *h->g);
       }
-      if( (rc = fly_pagewriter_add(w, row, err)) ) goto done;
     }
-    m->type->moments_add(m, X, sc->ldx, xf, n, mom, sc->work);
+    started = pthread_create(&t, NULL, bhalf_run, &hf[1]) == 0;
+    bhalf_run(&hf[0]);
+    if( started ) pthread_join(t, NULL);
+    else bhalf_run(&hf[1]);
+    started = 0;
+    for(int i = 0; i < 2 && rc == FLY_OK; i++)
+      if( hf[i].rc ){ rc = hf[i].rc; *err = hf[i].err; }
+    if( rc ) goto done;
+    ll = hf[0].ll + hf[1].ll;
+    for(size_t j = 0; j < n_mom; j++) mom[j] += hf[1].mom[j];
+    if( f ) for(size_t j = 0; j < sc->P; j++) g[j] += hf[1].g[j];
+    for(int i = 0; i < 2 && rc == FLY_OK; i++){
+      const bhalf *h = &hf[i];
+      int64_t full = h->hi - h->lo - (h->n_last ? 1 : 0);
+      for(int64_t k = 0; k < full && rc == FLY_OK; k++)
+        rc = fly_pagewriter_put(w, &h->blob[k], h->enc + (size_t)k * cap, err);
+      for(size_t r = 0; r < h->n_last && rc == FLY_OK; r++)
+        rc = fly_pagewriter_add(w, h->bw.rows + r * (n_xi + 1), err);
+    }
+    if( rc ) goto done;
   }
   sc->n_scans++;
   if( f ){
@@ -709,11 +964,12 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
                   (long long)fly_pagewriter_rows(w), (long long)*n_pages,
                   (long long)sc->n_rows, (long long)sc->n_pages);
 done:
+  hf[0].mom = NULL;    /* the caller's */
+  hf[0].g = NULL;
+  bhalf_free(&hf[0]);
+  bhalf_free(&hf[1]);
+  bwork_free(&bw);
   fly_pagewriter_free(w);
-  fly_free(xid);
-  fly_free(xf);
-  fly_free(Y);
-  fly_free(row);
   return rc;
 }
 
@@ -797,6 +1053,7 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
       "%d scans of it", (long long)stride, (long long)n_sub, ls.iters, ls.evals);
 
   memcpy(best, th, P * sizeof *best);
+  sc->split = sc->Xall != NULL;
   for(int it = 1; it <= TUNE_NEWTON_MAX; it++){
     sc->block = TUNE_BLOCK;
     rc = derivs(sc, th, &f, g, H, err);
@@ -848,6 +1105,7 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
   }
   if( isfinite(fbest) ) memcpy(th, best, P * sizeof *th);
   else memset(th, 0, P * sizeof *th);
+  sc->split = 0;     /* the full L-BFGS as without a subsample start */
   say(sc, "  Newton steps did not converge; L-BFGS on the full data");
 done:
   fly_free(g);
@@ -905,6 +1163,16 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   sc.logL = fly_alloc_array(br, sizeof(double));
   sc.wts = fly_alloc_array(br, sizeof(double));
   sc.work = fly_alloc_array(wl ? wl : 1, sizeof(double));
+  if( sc.Xall ){
+    sc.logL2 = fly_alloc_array(br, sizeof(double));
+    sc.work2 = fly_alloc_array(wl ? wl : 1, sizeof(double));
+    sc.g2 = fly_alloc_array(P, sizeof(double));
+    sc.H2 = fly_alloc_array(P * P, sizeof(double));
+    if( !sc.logL2 || !sc.work2 || !sc.g2 || !sc.H2 ){
+      rc = fly_fail(err, FLY_NOMEM, "tuning buffers for pages of %zu rows", pr);
+      goto done;
+    }
+  }
   th = fly_alloc_array(P, sizeof *th);
   H = fly_alloc_array(P * P, sizeof *H);
   L = fly_alloc_array(P * P, sizeof *L);
@@ -1100,6 +1368,10 @@ done:
   fly_free(sc.logL);
   fly_free(sc.wts);
   fly_free(sc.work);
+  fly_free(sc.logL2);
+  fly_free(sc.work2);
+  fly_free(sc.g2);
+  fly_free(sc.H2);
   fly_free(th);
   fly_free(H);
   fly_free(L);

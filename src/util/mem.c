@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 void *fly_alloc_array(size_t n, size_t size)
 {
@@ -35,6 +36,20 @@ void fly_mem_random_access(void *p, size_t bytes)
   uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
   uintptr_t b = ((uintptr_t)p + bytes) & ~(huge - 1);
   if( p && b > a ) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+void fly_mem_prefault(void *p, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+  long ps = sysconf(_SC_PAGESIZE);
+  const uintptr_t pg = ps > 0 ? (uintptr_t)ps : 4096;
+  uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1);
+  uintptr_t b = ((uintptr_t)p + bytes) & ~(pg - 1);
+  if( p && b > a ) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 #else
   (void)p;
   (void)bytes;

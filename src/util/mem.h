@@ -20,6 +20,12 @@ void  fly_free(void *p);
  * rather than one in 4 KiB.  Advice only: nothing changes if refused.
  * Call before the block is first written. */
 void  fly_mem_random_access(void *p, size_t bytes);
+
+/* A fresh block about to be written whole: map its pages now, in one
+ * call instead of a fault a page (the kernel's MADV_POPULATE_WRITE, where
+ * it has one; else nothing).  Only whole pages inside the block are
+ * touched; failure is harmless (the writes fault them in as usual). */
+void  fly_mem_prefault(void *p, size_t bytes);
 /* strdup that returns NULL on failure; NULL in gives NULL out. */
 char *fly_strdup(const char *s);
 

@@ -417,6 +417,23 @@ static void test_sub_newton(fly_db *db)
            "apart)", dsd);
     check_map_set(db, &d, ix, 1.0, 1e-4);
   }
+  /* A value that is not finite on a page the subsample skips (page 751:
+   * 751 is not a multiple of the stride 5), in the second half of the rows
+   * in memory: the first full scan, split over two threads, names it. */
+  {
+    size_t at = (size_t)75150 * (d.D + 1) + 2;
+    double keep = d.X[at];
+    int64_t ib = -1;
+    d.X[at] = NAN;
+    o.force = 1;
+    rc = fly_tune_get(db, d.ds, &m, &o, &ib, &err);
+    TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, "row 75151") && strstr(err.msg, "column 3") &&
+           strstr(err.msg, "not finite"),
+           "tall: a value that is not finite in the second half is reported (%s)", err.msg);
+    d.X[at] = keep;
+    fly_err_clear(&err);
+    o.force = 0;
+  }
   fly_bounds_free(bs);
   fly_bounds_free(bl);
   fly_bounds_free(bx);
