@@ -92,8 +92,9 @@ struct fly_csv {
   char     *txt;        /* cells mode: unescaped quoted texts of a record */
   size_t    txt_cap;    /* bytes allocated for txt, > cap when in use */
   size_t    txt_len;    /* bytes of txt used by the current record */
-  int       chunk;      /* 1: a chunk reader: path and names borrowed from
-                           the header's reader, txt kept for the chunk */
+  int       chunk;      /* 1: a chunk reader: buf, path and names borrowed
+                           (buf from the caller, the others from the
+                           header's reader), txt kept for the chunk */
 };
 
 /* How a field ended. */
@@ -847,7 +848,7 @@ void fly_csv_close(fly_csv *c)
     fly_free(c->names);
     fly_free(c->name_off);
   }
-  fly_free(c->buf);
+  if( !c->chunk ) fly_free(c->buf);
   fly_free(c->tmp);
   fly_free(c->txt);
   fly_free(c);
@@ -961,7 +962,6 @@ fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
   fly_csv *c = fly_alloc_array(1, sizeof *c);
   *pc = NULL;
   if( !c ){
-    fly_free(buf);
     return fly_fail(err, FLY_NOMEM, "%s:%lld: out of memory for a chunk",
                     hdr->path, (long long)line);
   }

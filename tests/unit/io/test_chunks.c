@@ -123,7 +123,9 @@ static void emulate(const char *path, size_t bs, text *t, int *n_chunks)
       int64_t l0 = line;
       line += fly_csv_count_lines(buf, cut);
       (*n_chunks)++;
-      if( cut > 0 && (rc = chunk(hdr, buf, cut, l0, t, &err)) ) break;
+      rc = cut > 0 ? chunk(hdr, buf, cut, l0, t, &err) : FLY_OK;
+      fly_free(buf);
+      if( rc ) break;
       len -= cut;
     }
     if( got < bs ){ rc = FLY_DONE; break; }
