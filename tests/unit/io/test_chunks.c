@@ -236,6 +236,27 @@ int main(void)
 
   TAP_OK(fly_csv_count_lines("a\nb\r\nc\rd\r", 10) == 4, "line ends: LF, CRLF, lone CR, CR at the end");
   {
+    /* long texts (the counter takes 16 bytes at a time): LF, CRLF and
+     * lone CRs anywhere, a CRLF split between two 16-byte blocks, more
+     * than 255 blocks; every prefix length against a byte-by-byte count */
+    static char s[9000];
+    unsigned x = 12345u;
+    int bad = 0;
+    for(i = 0; i < sizeof s; i++){
+      x = x * 1103515245u + 12345u;
+      unsigned r = (x >> 16) % 100;
+      s[i] = r < 8 ? '\n' : r < 10 && i > 4000 ? '\r' : 'a';
+    }
+    s[31] = '\r'; s[32] = '\n';
+    for(size_t n = 0; n <= sizeof s; n += n < 100 ? 1 : 97){
+      int64_t want = 0;
+      for(i = 0; i < n; i++)
+        want += s[i] == '\n' || (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n'));
+      if( fly_csv_count_lines(s, n) != want ) bad++;
+    }
+    TAP_OK(bad == 0, "line ends of long texts, every length: as one byte at a time");
+  }
+  {
     int inq = 0;
     TAP_OK(fly_csv_boundary("1,2\n3,4", 7, &inq) == 4 && inq == 0, "no quotes: after the last LF");
     TAP_OK(fly_csv_boundary("1,\"a\nb", 7, &inq) == 0 && inq == 1, "an open quote: no boundary");
