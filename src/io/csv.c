@@ -131,8 +131,11 @@ static int clinger(uint64_t m, int64_t e10, int neg, double *out)
   if( !FAST_EXACT || m > ((uint64_t)1 << 53) || e10 < -22 || e10 > 22 )
     return 2;
   double v = (double)m;
+  uint64_t bits;
   v = e10 < 0 ? v / p10[-e10] : v * p10[e10];
-  *out = neg ? -v : v;
+  memcpy(&bits, &v, sizeof bits);           /* the sign without a branch: */
+  bits |= (uint64_t)neg << 63;              /* signs of real data are a   */
+  memcpy(out, &bits, sizeof bits);          /* coin toss to a predictor   */
   return 1;
 }
 
@@ -231,10 +234,9 @@ static int fast_num_buf(const char *p, const char **endp, double *out)
   uint64_t m, f;
   unsigned ni, nf = 0;
   int64_t e10 = 0;
-  int neg = 0;
+  int neg = *s == '-';                      /* no branch, as in clinger */
 
-  if( *s == '-' ){ neg = 1; s++; }
-  else if( *s == '+' ) s++;
+  s += neg | (*s == '+');
   if( (ni = digits8(s, &m)) == 8 ) return fast_num(p, endp, out);
   s += ni;
   if( *s == '.' ){
