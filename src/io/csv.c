@@ -237,7 +237,12 @@ static int fast_num_buf(const char *p, const char **endp, double *out)
   int neg = *s == '-';                      /* no branch, as in clinger */
 
   s += neg | (*s == '+');
-  if( (ni = digits8(s, &m)) == 8 ) return fast_num(p, endp, out);
+  if( IS_DIGIT(s[0]) && s[1] == '.' ){      /* one integer digit: common */
+    m = (uint64_t)(s[0] - '0');
+    ni = 1;
+  }else if( (ni = digits8(s, &m)) == 8 ){
+    return fast_num(p, endp, out);
+  }
   s += ni;
   if( *s == '.' ){
     if( (nf = digits8(++s, &f)) == 8 ) return fast_num(p, endp, out);
@@ -622,7 +627,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
     }
     ne = r == 1 ? e : q;
     if( r == 1 ){
-      while( IS_BLANK(*e) ) e++;
+      if( *e != ',' ) while( IS_BLANK(*e) ) e++;
       if( *e == ',' ){ p = e + 1; term = T_COMMA; }
       else if( *e == '\n' ){ p = e + 1; term = T_EOL; }
       else if( *e == '\r' && e[1] == '\n' ){ p = e + 2; term = T_EOL; }
