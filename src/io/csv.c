@@ -107,6 +107,8 @@ enum { T_COMMA, T_EOL, T_EOF };
 typedef struct {
   const char *s, *e;    /* content; quoted: between the quotes, "" doubled */
   int         quoted;   /* 1 if the field was quoted */
+  int         nul;      /* unquoted: 1 if the content holds a NUL byte
+                           (quoted: 0, the caller looks) */
   int         term;     /* T_COMMA, T_EOL or T_EOF */
 } fld;
 
@@ -383,14 +385,19 @@ static fly_rc field(fly_csv *c, const char **pp, int64_t *pl, size_t col,
     f->s = p + 1;
     f->e = r;
     f->quoted = 1;
+    f->nul = 0;                             /* not scanned for: see text_cell */
     line += nlines(p + 1, r);
     p = r + 1;
     while( IS_BLANK(*p) ) p++;
   }else{
     f->s = p;
+    f->nul = 0;
     for(;;){
       unsigned char ch = (unsigned char)*p;
-      if( stop[ch] && (ch || p == end) ) break;
+      if( stop[ch] ){
+        if( ch || p == end ) break;
+        f->nul = 1;                         /* a NUL inside the data */
+      }
       p++;
     }
     if( *p == '"' )
@@ -556,7 +563,7 @@ static fly_rc text_cell(fly_csv *c, const fld *f, int64_t line, size_t col,
     cl->s = f->s;
     cl->n = (size_t)(f->e - f->s);
   }
-  if( memchr(cl->s, 0, cl->n) )
+  if( f->quoted ? memchr(cl->s, 0, cl->n) != NULL : f->nul )
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: NUL byte in a cell",
                     c->path, (long long)line, col);
   cl->quoted = f->quoted;

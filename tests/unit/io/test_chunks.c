@@ -265,6 +265,29 @@ int main(void)
     inq = 1;
     TAP_OK(fly_csv_boundary("x\ny", 3, &inq) == 0 && inq == 1, "a quoted LF is no boundary");
   }
+  {
+    /* a NUL byte inside a cell, unquoted (found by the field scan) or
+     * quoted, is an error at the cell; one past the data is its end */
+    static const struct { const char *s; size_t n; const char *want; } nul[] = {
+      { "a,b\n1,x\0y\n", 11, "<nul>:2:2: NUL byte in a cell" },
+      { "a,b\n1,x \0\n", 11, "<nul>:2:2: NUL byte in a cell" },
+      { "a,b\n1,\"x\0y\"\n", 13, "<nul>:2:2: NUL byte in a cell" },
+      { "a,b\nx,y\n", 9, NULL },
+    };
+    for(size_t t = 0; t < sizeof nul / sizeof nul[0]; t++){
+      fly_csv *c = NULL;
+      fly_err err = {0};
+      fly_csv_cell cells[2];
+      FILE *f = fmemopen((void *)nul[t].s, nul[t].n, "r");
+      fly_rc rc = f ? fly_csv_open_stream(f, "<nul>", &c, &err) : FLY_IO;
+      if( rc == FLY_OK ) rc = fly_csv_next_cells(c, cells, &err);
+      TAP_OK(nul[t].want ? rc == FLY_PARSE && strstr(err.msg, nul[t].want) == err.msg
+                         : rc == FLY_ROW,
+             "NUL bytes, case %zu: %s", t, rc == FLY_ROW ? "a row" : err.msg);
+      fly_csv_close(c);
+      if( f ) fclose(f);
+    }
+  }
   for(k = 0; k < sizeof inputs / sizeof inputs[0]; k++){
     const char *path = tmp_with(inputs[k]);
     text want = {0};
