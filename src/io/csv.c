@@ -9,9 +9,10 @@
  * correctly rounded result, bit for bit what strtod returns).  In the read
  * buffer, a number's integer and fraction digits are each taken 8 bytes at
  * a time (SWAR: the run of digits found by a mask, converted by three
- * multiplies), which gives the same m and e as a digit loop without its
- * branches; the buffer has FLY_CSV_PAD bytes after its sentinel for
- * that.  A plain
+ * multiplies; a single integer digit before the point directly), which
+ * gives the same m and e as a digit loop without its branches, and its
+ * sign is applied as a bit (random signs defeat a branch predictor); the
+ * buffer has FLY_CSV_PAD bytes after its sentinel for that.  A plain
  * decimal outside that range (e.g. 17 significant digits) goes to strtod in
  * place.  Anything else -- quotes, a lone CR, an error -- falls back to a
  * general path that isolates the field, undoes the quoting and calls strtod.
@@ -226,8 +227,9 @@ static unsigned digits8(const char *s, uint64_t *val)
 
 /* fast_num for p in the read buffer (FLY_CSV_PAD bytes readable past the
  * sentinel): integer and fraction parts of up to 7 digits each by
- * digits8, the same m and e10 as the digit loop, so the same result;
- * longer ones by fast_num. */
+ * digits8 (an integer part of one digit before a point directly), the
+ * same m and e10 as the digit loop, so the same result; longer ones by
+ * fast_num. */
 static int fast_num_buf(const char *p, const char **endp, double *out)
 {
   static const uint64_t pow10i[8] = { 1, 10, 100, 1000, 10000, 100000,
