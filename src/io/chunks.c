@@ -16,17 +16,22 @@
  * reader may refill its slot with chunk k + nslots.  Without a stage
  * n_commit == n_work == n_taken.  At most one worker commits at a time
  * (committing), and it commits chunk n_commit only once it is WORKED, so
- * commits run in file order whatever order the work finished in.  The
- * reader's pending buffer holds the bytes after the last boundary cut,
+ * commits run in file order whatever order the work finished in.  A
+ * chunk's bytes live in its slot's buffer, which the reader refills only
+ * once the slot is FREE: nothing reads a chunk's cells after that.  The
+ * reader's pending bytes (tail) are those after the last boundary cut,
  * all of them scanned for quotes (inq: the state after them), none of
  * them a boundary.  Start lines: the header reader's next
  * line plus the line ends (fly_csv_count_lines) of every chunk before.
  *
  * Cost.  The reader copies only the tail of a block past its last boundary
- * (part of one record) and scans each byte once (a memchr for a quote,
- * then a backwards search for the last line feed, in a file without
- * quotes; one pass otherwise) and once more to count lines.  Parsing, the
- * bulk of the work, runs on the workers.
+ * (part of one record) out of the slot's buffer and into the next, and
+ * scans each byte once (a memchr for a quote, then a backwards search for
+ * the last line feed, in a file without quotes; one pass otherwise) and
+ * once more to count lines.  The slots' buffers are kept from chunk to
+ * chunk, so the input passes through the same nslots megabytes of memory
+ * and no page of them is zeroed or faulted in again.  Parsing, the bulk
+ * of the work, runs on the workers.
  */
 #include "io/chunks.h"
 
@@ -40,8 +45,11 @@ enum { S_FREE, S_READ, S_PARSING, S_PARSED, S_BACK, S_WORKING, S_WORKED };
 
 typedef struct slot {
   int           state;
-  fly_csv      *c;          /* READ..PARSED: the chunk's reader, or NULL
-                               for an error chunk */
+  char         *buf;        /* the chunk's bytes, bcap + 1 + FLY_CSV_PAD
+                               allocated, kept across chunks */
+  size_t        bcap;
+  fly_csv      *c;          /* READ..PARSED: the chunk's reader (borrowing
+                               buf), or NULL for an error chunk */
   fly_csv_cell *cells;      /* cap rows, kept across chunks */
   int64_t      *lines;
   size_t        cap;
@@ -66,7 +74,8 @@ struct fly_chunks {
   int           reader_done; /* the reader thread is about to return */
   int           stop;
   int           held;       /* the caller holds chunk n_taken */
-  char         *rbuf;      /* the reader's pending bytes */
+  char         *tail;      /* the reader's pending bytes, tlen of tcap */
+  size_t        tlen, tcap;
   pthread_t     reader, *workers;
   int           has_reader, n_workers;
   sigset_t      old;        /* the caller's signal mask */
@@ -87,18 +96,30 @@ static void publish(fly_chunks *q, int last)
   pthread_mutex_unlock(&q->mu);
 }
 
+/* Room for cap bytes (and the sentinel and padding) in *pb, of *pcap
+ * bytes, keeping its bytes.  0: out of memory (*pb unchanged). */
+static int room(char **pb, size_t *pcap, size_t cap)
+{
+  char *b;
+  if( cap <= *pcap ) return 1;
+  b = cap < SIZE_MAX / 4 ? fly_realloc_array(*pb, cap + 1 + FLY_CSV_PAD, 1)
+                         : NULL;
+  if( !b ) return 0;
+  *pb = b;
+  *pcap = cap;
+  return 1;
+}
+
 static void *reader_main(void *arg)
 {
   fly_chunks *q = arg;
-  size_t cap = 0, len = 0;
   int inq = 0, eof = 0;
   int64_t line = fly_csv_next_line(q->csv);
 
   pthread_sigmask(SIG_SETMASK, &q->old, NULL);
   while( !eof ){
-    char *buf = q->rbuf;
     slot *s = slot_of(q, q->n_read);
-    size_t cut = 0, got;
+    size_t cut = 0, got, len = q->tlen, cap;
     fly_rc rc = FLY_OK;
 
     pthread_mutex_lock(&q->mu);
@@ -107,23 +128,28 @@ static void *reader_main(void *arg)
     pthread_mutex_unlock(&q->mu);
     if( stop ) break;
     memset(&s->out, 0, sizeof s->out);
-    for(;;){
+    /* the slot's buffer: the pending bytes, then reads until a boundary */
+    cap = len < FLY_CHUNK_BYTES / 2 ? FLY_CHUNK_BYTES : 2 * len;
+    if( !room(&s->buf, &s->bcap, cap) ){
+      rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory for a "
+                    "chunk", fly_csv_path(q->csv), (long long)line);
+    }else if( len ){
+      memcpy(s->buf, q->tail, len);
+    }
+    cap = s->bcap;
+    while( rc == FLY_OK ){
       if( len == cap ){                   /* no boundary yet: grow */
-        size_t nc = cap ? 2 * cap : FLY_CHUNK_BYTES;
-        char *b = nc < SIZE_MAX / 4
-                ? fly_realloc_array(buf, nc + 1 + FLY_CSV_PAD, 1) : NULL;
-        if( !b ){
+        if( !room(&s->buf, &s->bcap, 2 * cap) ){
           rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory for "
                         "a record of over %zu bytes", fly_csv_path(q->csv),
                         (long long)line, cap);
           break;
         }
-        buf = q->rbuf = b;
-        cap = nc;
+        cap = s->bcap;
       }
-      rc = fly_csv_read_raw(q->csv, buf + len, cap - len, &got, &s->out.err);
+      rc = fly_csv_read_raw(q->csv, s->buf + len, cap - len, &got, &s->out.err);
       if( rc ) break;
-      size_t b = fly_csv_boundary(buf + len, got, &inq);
+      size_t b = fly_csv_boundary(s->buf + len, got, &inq);
       eof = got < cap - len;
       len += got;
       if( b ) cut = len - got + b;
@@ -146,23 +172,21 @@ static void *reader_main(void *arg)
       publish(q, 1);
       break;
     }
-    size_t tail = len - cut, nc = tail < FLY_CHUNK_BYTES ? FLY_CHUNK_BYTES : 2 * tail;
-    char *next = eof ? NULL : fly_alloc_array(nc + 1 + FLY_CSV_PAD, 1);
+    /* the bytes after the cut wait in tail for the next chunk */
+    size_t tail = len - cut;
     int64_t l0 = line;
-    if( !eof && !next ){
+    if( !room(&q->tail, &q->tcap, tail) ){
       s->out.rc = fly_fail(&s->out.err, FLY_NOMEM, "%s:%lld: out of memory "
                            "for a chunk", fly_csv_path(q->csv), (long long)line);
       s->state = S_READ;
       publish(q, 1);
       break;
     }
-    if( next ) memcpy(next, buf + cut, tail);
-    line += fly_csv_count_lines(buf, cut);
+    if( tail ) memcpy(q->tail, s->buf + cut, tail);
+    q->tlen = tail;
+    line += fly_csv_count_lines(s->buf, cut);
     s->out.end_bytes = fly_csv_bytes(q->csv) - tail;
-    q->rbuf = next;
-    rc = fly_csv_open_chunk(q->csv, buf, cut, l0, &s->c, &s->out.err);
-    cap = next ? nc : 0;
-    len = tail;
+    rc = fly_csv_open_chunk(q->csv, s->buf, cut, l0, &s->c, &s->out.err);
     s->out.rc = rc;
     s->state = S_READ;
     publish(q, eof || rc != FLY_OK);
@@ -440,12 +464,13 @@ void fly_chunks_stop(fly_chunks *q)
   pthread_sigmask(SIG_SETMASK, &q->old, NULL);
   for(size_t i = 0; i < q->nslots; i++){
     fly_csv_close(q->slots[i].c);
+    fly_free(q->slots[i].buf);
     fly_free(q->slots[i].cells);
     fly_free(q->slots[i].lines);
   }
   pthread_mutex_destroy(&q->mu);
   pthread_cond_destroy(&q->cv);
-  fly_free(q->rbuf);
+  fly_free(q->tail);
   fly_free(q->slots);
   fly_free(q->workers);
   fly_free(q);

@@ -9,9 +9,10 @@
  * correctly rounded result, bit for bit what strtod returns).  In the read
  * buffer, a number's integer and fraction digits are each taken 8 bytes at
  * a time (SWAR: the run of digits found by a mask, converted by three
- * multiplies), which gives the same m and e as a digit loop without its
- * branches; the buffer has FLY_CSV_PAD bytes after its sentinel for
- * that.  A plain
+ * multiplies; a single integer digit before the point directly), which
+ * gives the same m and e as a digit loop without its branches, and its
+ * sign is applied as a bit (random signs defeat a branch predictor); the
+ * buffer has FLY_CSV_PAD bytes after its sentinel for that.  A plain
  * decimal outside that range (e.g. 17 significant digits) goes to strtod in
  * place.  Anything else -- quotes, a lone CR, an error -- falls back to a
  * general path that isolates the field, undoes the quoting and calls strtod.
@@ -50,6 +51,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "util/err.h"
 #include "util/mem.h"
@@ -92,8 +96,9 @@ struct fly_csv {
   char     *txt;        /* cells mode: unescaped quoted texts of a record */
   size_t    txt_cap;    /* bytes allocated for txt, > cap when in use */
   size_t    txt_len;    /* bytes of txt used by the current record */
-  int       chunk;      /* 1: a chunk reader: path and names borrowed from
-                           the header's reader, txt kept for the chunk */
+  int       chunk;      /* 1: a chunk reader: buf, path and names borrowed
+                           (buf from the caller, the others from the
+                           header's reader), txt kept for the chunk */
 };
 
 /* How a field ended. */
@@ -103,6 +108,8 @@ enum { T_COMMA, T_EOL, T_EOF };
 typedef struct {
   const char *s, *e;    /* content; quoted: between the quotes, "" doubled */
   int         quoted;   /* 1 if the field was quoted */
+  int         nul;      /* unquoted: 1 if the content holds a NUL byte
+                           (quoted: 0, the caller looks) */
   int         term;     /* T_COMMA, T_EOL or T_EOF */
 } fld;
 
@@ -127,8 +134,11 @@ static int clinger(uint64_t m, int64_t e10, int neg, double *out)
   if( !FAST_EXACT || m > ((uint64_t)1 << 53) || e10 < -22 || e10 > 22 )
     return 2;
   double v = (double)m;
+  uint64_t bits;
   v = e10 < 0 ? v / p10[-e10] : v * p10[e10];
-  *out = neg ? -v : v;
+  memcpy(&bits, &v, sizeof bits);           /* the sign without a branch: */
+  bits |= (uint64_t)neg << 63;              /* signs of real data are a   */
+  memcpy(out, &bits, sizeof bits);          /* coin toss to a predictor   */
   return 1;
 }
 
@@ -217,8 +227,9 @@ static unsigned digits8(const char *s, uint64_t *val)
 
 /* fast_num for p in the read buffer (FLY_CSV_PAD bytes readable past the
  * sentinel): integer and fraction parts of up to 7 digits each by
- * digits8, the same m and e10 as the digit loop, so the same result;
- * longer ones by fast_num. */
+ * digits8 (an integer part of one digit before a point directly), the
+ * same m and e10 as the digit loop, so the same result; longer ones by
+ * fast_num. */
 static int fast_num_buf(const char *p, const char **endp, double *out)
 {
   static const uint64_t pow10i[8] = { 1, 10, 100, 1000, 10000, 100000,
@@ -227,11 +238,15 @@ static int fast_num_buf(const char *p, const char **endp, double *out)
   uint64_t m, f;
   unsigned ni, nf = 0;
   int64_t e10 = 0;
-  int neg = 0;
+  int neg = *s == '-';                      /* no branch, as in clinger */
 
-  if( *s == '-' ){ neg = 1; s++; }
-  else if( *s == '+' ) s++;
-  if( (ni = digits8(s, &m)) == 8 ) return fast_num(p, endp, out);
+  s += neg | (*s == '+');
+  if( IS_DIGIT(s[0]) && s[1] == '.' ){      /* one integer digit: common */
+    m = (uint64_t)(s[0] - '0');
+    ni = 1;
+  }else if( (ni = digits8(s, &m)) == 8 ){
+    return fast_num(p, endp, out);
+  }
   s += ni;
   if( *s == '.' ){
     if( (nf = digits8(++s, &f)) == 8 ) return fast_num(p, endp, out);
@@ -372,14 +387,19 @@ static fly_rc field(fly_csv *c, const char **pp, int64_t *pl, size_t col,
     f->s = p + 1;
     f->e = r;
     f->quoted = 1;
+    f->nul = 0;                             /* not scanned for: see text_cell */
     line += nlines(p + 1, r);
     p = r + 1;
     while( IS_BLANK(*p) ) p++;
   }else{
     f->s = p;
+    f->nul = 0;
     for(;;){
       unsigned char ch = (unsigned char)*p;
-      if( stop[ch] && (ch || p == end) ) break;
+      if( stop[ch] ){
+        if( ch || p == end ) break;
+        f->nul = 1;                         /* a NUL inside the data */
+      }
       p++;
     }
     if( *p == '"' )
@@ -545,7 +565,7 @@ static fly_rc text_cell(fly_csv *c, const fld *f, int64_t line, size_t col,
     cl->s = f->s;
     cl->n = (size_t)(f->e - f->s);
   }
-  if( memchr(cl->s, 0, cl->n) )
+  if( f->quoted ? memchr(cl->s, 0, cl->n) != NULL : f->nul )
     return fly_fail(err, FLY_PARSE, "%s:%lld:%zu: NUL byte in a cell",
                     c->path, (long long)line, col);
   cl->quoted = f->quoted;
@@ -616,7 +636,7 @@ static fly_rc record(fly_csv *c, double *vals, fly_csv_cell *cells,
     }
     ne = r == 1 ? e : q;
     if( r == 1 ){
-      while( IS_BLANK(*e) ) e++;
+      if( *e != ',' ) while( IS_BLANK(*e) ) e++;
       if( *e == ',' ){ p = e + 1; term = T_COMMA; }
       else if( *e == '\n' ){ p = e + 1; term = T_EOL; }
       else if( *e == '\r' && e[1] == '\n' ){ p = e + 2; term = T_EOL; }
@@ -847,7 +867,7 @@ void fly_csv_close(fly_csv *c)
     fly_free(c->names);
     fly_free(c->name_off);
   }
-  fly_free(c->buf);
+  if( !c->chunk ) fly_free(c->buf);
   fly_free(c->tmp);
   fly_free(c->txt);
   fly_free(c);
@@ -941,18 +961,39 @@ size_t fly_csv_boundary(const char *s, size_t n, int *inq)
   return last;
 }
 
-int64_t fly_csv_count_lines(const char *s, size_t n)
+/* Line ends in s[i] for i in [a, b) of s[0..n), one byte at a time. */
+static int64_t count_lines_bytes(const char *s, size_t a, size_t b, size_t n)
 {
   int64_t k = 0;
-  size_t i;
-  if( !memchr(s, '\r', n) ){
-    for( i = 0; i < n; i++ ) k += s[i] == '\n';
-    return k;
-  }
-  for( i = 0; i < n; i++ )
+  for(size_t i = a; i < b; i++)
     if( s[i] == '\n' || (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n')) )
       k++;
   return k;
+}
+
+int64_t fly_csv_count_lines(const char *s, size_t n)
+{
+  int64_t k = 0;
+  size_t i = 0;
+#ifdef __SSE2__
+  /* 16 bytes at a time: each line feed adds 1 to its byte lane (up to
+   * 255 blocks, then the lanes are summed); a block holding a CR is
+   * counted a byte at a time, where a lone CR ends a line. */
+  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  while( i + 16 <= n ){
+    __m128i acc = _mm_setzero_si128(), sum;
+    for(int j = 0; j < 255 && i + 16 <= n; j++, i += 16){
+      __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+      if( _mm_movemask_epi8(_mm_cmpeq_epi8(x, cr)) )
+        k += count_lines_bytes(s, i, i + 16, n);
+      else
+        acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(x, lf));
+    }
+    sum = _mm_sad_epu8(acc, _mm_setzero_si128());
+    k += _mm_cvtsi128_si32(sum) + _mm_extract_epi16(sum, 4);
+  }
+#endif
+  return k + count_lines_bytes(s, i, n, n);
 }
 
 fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
@@ -961,7 +1002,6 @@ fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
   fly_csv *c = fly_alloc_array(1, sizeof *c);
   *pc = NULL;
   if( !c ){
-    fly_free(buf);
     return fly_fail(err, FLY_NOMEM, "%s:%lld: out of memory for a chunk",
                     hdr->path, (long long)line);
   }

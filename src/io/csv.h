@@ -107,9 +107,10 @@ int64_t fly_csv_count_lines(const char *s, size_t n);
 
 /* A reader of the records in buf[0..n), which starts at a record boundary
  * on physical line `line` of hdr's input: the same records, cells, errors
- * and positions as hdr would give there.  Takes buf (n + 1 + FLY_CSV_PAD
- * bytes from fly_alloc_array), also on failure; borrows hdr's path and header, so
- * close it before hdr.  Cell texts stay valid until it is closed. */
+ * and positions as hdr would give there.  Borrows buf (n + 1 + FLY_CSV_PAD
+ * bytes; it writes the sentinel buf[n] = 0) until it is closed, and hdr's
+ * path and header, so close it before hdr.  Cell texts stay valid until
+ * it is closed. */
 fly_rc fly_csv_open_chunk(const fly_csv *hdr, char *buf, size_t n,
                           int64_t line, fly_csv **pc, fly_err *err);
 

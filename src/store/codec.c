@@ -21,7 +21,8 @@
  *
  * Cost: encode of an incompressible page is one LZ4 pass over its first
  * PROBE_BYTES and a memcpy; of a compressible one, the probe and one
- * LZ4_compress_default pass (its output capped at 7/8 of raw_bytes); decode is one LZ4_decompress_safe (or memcpy) straight into
+ * LZ4_compress_fast pass at an acceleration the probe chose (its output
+ * capped at 7/8 of raw_bytes); decode is one LZ4_decompress_safe (or memcpy) straight into
  * the caller's buffer for f64, plus one widening pass for f32.  No
  * allocation anywhere.
  */
@@ -82,6 +83,19 @@ static uint64_t xxh3_avx2(const void *p, size_t n)
  * SQLite pages), a dozen rows of a 20-column page, so a column pattern
  * that repeats row after row shows in it. */
 #define PROBE_BYTES 2048
+/* LZ4's acceleration: how fast it skips ahead where it finds no match.
+ * The probe runs at PROBE_ACCELERATION.  A page whose prefix LZ4 makes
+ * 3/4 of raw or smaller is compressed at acceleration 1: such a page may
+ * shrink to half or less (a prefix compresses worse than its page, having
+ * less history), and then its size decides how many pages share a SQLite
+ * leaf, so every byte counts.  A page whose prefix shrinks by less
+ * (typically a few columns of small codes among random mantissas) does
+ * not halve: it takes a leaf of its own whether LZ4 makes it 3/4 or 5/6
+ * of raw, so it is compressed at MARGINAL_ACCELERATION, several times
+ * cheaper on the random bytes.  Either output is an ordinary LZ4 block,
+ * read by LZ4_decompress_safe. */
+#define PROBE_ACCELERATION 4
+#define MARGINAL_ACCELERATION 32
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4,
                "flydb page codec needs IEEE-754 binary64/binary32");
@@ -144,14 +158,19 @@ fly_rc fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
    * up (returns 0) as soon as the result would not be that much smaller.
    * A long page is tried only if its prefix shrinks as much (dst is free
    * room to probe into: the prefix's capped output fits in raw_bytes). */
+  int probe = 0, acc = 1;
+  if( raw_bytes > PROBE_BYTES && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE ){
+    probe = LZ4_compress_fast(raw, dst, PROBE_BYTES, PROBE_BYTES
+                              - (PROBE_BYTES >> MIN_SAVING_SHIFT),
+                              PROBE_ACCELERATION);
+    if( probe > PROBE_BYTES / 4 * 3 ) acc = MARGINAL_ACCELERATION;
+  }
   if( raw_bytes > 1 && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE
-      && (raw_bytes <= PROBE_BYTES
-          || LZ4_compress_default(raw, dst, PROBE_BYTES, PROBE_BYTES
-                                  - (PROBE_BYTES >> MIN_SAVING_SHIFT)) > 0) ){
+      && (raw_bytes <= PROBE_BYTES || probe > 0) ){
     size_t saving = raw_bytes >> MIN_SAVING_SHIFT;
     size_t cap = raw_bytes - (saving ? saving : 1);
     if( cap > dst_cap ) cap = dst_cap;
-    int c = LZ4_compress_default(raw, dst, (int)raw_bytes, (int)cap);
+    int c = LZ4_compress_fast(raw, dst, (int)raw_bytes, (int)cap, acc);
     if( c > 0 && (size_t)c < raw_bytes ){
       *codec = FLY_CODEC_LZ4;
       *out_bytes = (size_t)c;

@@ -123,7 +123,9 @@ static void emulate(const char *path, size_t bs, text *t, int *n_chunks)
       int64_t l0 = line;
       line += fly_csv_count_lines(buf, cut);
       (*n_chunks)++;
-      if( cut > 0 && (rc = chunk(hdr, buf, cut, l0, t, &err)) ) break;
+      rc = cut > 0 ? chunk(hdr, buf, cut, l0, t, &err) : FLY_OK;
+      fly_free(buf);
+      if( rc ) break;
       len -= cut;
     }
     if( got < bs ){ rc = FLY_DONE; break; }
@@ -234,6 +236,27 @@ int main(void)
 
   TAP_OK(fly_csv_count_lines("a\nb\r\nc\rd\r", 10) == 4, "line ends: LF, CRLF, lone CR, CR at the end");
   {
+    /* long texts (the counter takes 16 bytes at a time): LF, CRLF and
+     * lone CRs anywhere, a CRLF split between two 16-byte blocks, more
+     * than 255 blocks; every prefix length against a byte-by-byte count */
+    static char s[9000];
+    unsigned x = 12345u;
+    int bad = 0;
+    for(i = 0; i < sizeof s; i++){
+      x = x * 1103515245u + 12345u;
+      unsigned r = (x >> 16) % 100;
+      s[i] = r < 8 ? '\n' : r < 10 && i > 4000 ? '\r' : 'a';
+    }
+    s[31] = '\r'; s[32] = '\n';
+    for(size_t n = 0; n <= sizeof s; n += n < 100 ? 1 : 97){
+      int64_t want = 0;
+      for(i = 0; i < n; i++)
+        want += s[i] == '\n' || (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n'));
+      if( fly_csv_count_lines(s, n) != want ) bad++;
+    }
+    TAP_OK(bad == 0, "line ends of long texts, every length: as one byte at a time");
+  }
+  {
     int inq = 0;
     TAP_OK(fly_csv_boundary("1,2\n3,4", 7, &inq) == 4 && inq == 0, "no quotes: after the last LF");
     TAP_OK(fly_csv_boundary("1,\"a\nb", 7, &inq) == 0 && inq == 1, "an open quote: no boundary");
@@ -241,6 +264,29 @@ int main(void)
            "in quotes at the start, an escaped quote, then boundaries");
     inq = 1;
     TAP_OK(fly_csv_boundary("x\ny", 3, &inq) == 0 && inq == 1, "a quoted LF is no boundary");
+  }
+  {
+    /* a NUL byte inside a cell, unquoted (found by the field scan) or
+     * quoted, is an error at the cell; one past the data is its end */
+    static const struct { const char *s; size_t n; const char *want; } nul[] = {
+      { "a,b\n1,x\0y\n", 11, "<nul>:2:2: NUL byte in a cell" },
+      { "a,b\n1,x \0\n", 11, "<nul>:2:2: NUL byte in a cell" },
+      { "a,b\n1,\"x\0y\"\n", 13, "<nul>:2:2: NUL byte in a cell" },
+      { "a,b\nx,y\n", 9, NULL },
+    };
+    for(size_t t = 0; t < sizeof nul / sizeof nul[0]; t++){
+      fly_csv *c = NULL;
+      fly_err err = {0};
+      fly_csv_cell cells[2];
+      FILE *f = fmemopen((void *)nul[t].s, nul[t].n, "r");
+      fly_rc rc = f ? fly_csv_open_stream(f, "<nul>", &c, &err) : FLY_IO;
+      if( rc == FLY_OK ) rc = fly_csv_next_cells(c, cells, &err);
+      TAP_OK(nul[t].want ? rc == FLY_PARSE && strstr(err.msg, nul[t].want) == err.msg
+                         : rc == FLY_ROW,
+             "NUL bytes, case %zu: %s", t, rc == FLY_ROW ? "a row" : err.msg);
+      fly_csv_close(c);
+      if( f ) fclose(f);
+    }
   }
   for(k = 0; k < sizeof inputs / sizeof inputs[0]; k++){
     const char *path = tmp_with(inputs[k]);

@@ -112,6 +112,7 @@ int main(void)
   TAP_OK(fly_csv_open_chunk(hdr, buf, got, line, &ch, &err) == FLY_OK, "chunk");
   TAP_OK(check(ch, texts) == 0, "and from a chunk, the same");
   fly_csv_close(ch);
+  fly_free(buf);
   fly_csv_close(hdr);
   unlink(path);
   free(texts);
