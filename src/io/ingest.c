@@ -37,7 +37,10 @@
  * refuses to replace a database another process created meanwhile; the
  * file is fsynced first, so a crash after the link cannot leave a
  * published but unwritten file.  rename() is the fallback only where the
- * file system has no hard links.
+ * file system has no hard links.  With parse threads, the new file is
+ * created (its schema's DDL, a serial cost fixed per ingest) once they
+ * have started, so the first chunks are parsed meanwhile; it is still
+ * opened before any row is typed, so its failure comes first.
  */
 #include "io/ingest.h"
 
@@ -595,6 +598,15 @@ typedef struct pstage {
   size_t   page_rows, enc_bound;
 } pstage;
 
+/* The parse threads and their after-stage.  They may start before the
+ * database is ready (ps.x's page writer, page_rows and enc_bound set
+ * later): the stage runs only on chunks handed back, after the row loop
+ * has filled them in. */
+typedef struct par {
+  fly_chunks *q;
+  pstage      ps;
+} par;
+
 static void batch_free(batch *b)
 {
   fly_free(b->rows);
@@ -660,49 +672,70 @@ static fly_rc stage_insert(void *ctx, size_t slot, fly_err *err)
   return FLY_OK;
 }
 
+/* Start parsing x->csv on `threads` threads; x (borrowed until par_stop)
+ * may be filled in later, up to the first fly_chunks_next. */
+static fly_rc par_start(par *p, rowput *x, int threads,
+                        const volatile sig_atomic_t *interrupt, fly_err *err)
+{
+  memset(p, 0, sizeof *p);
+  p->ps.x = x;
+  p->ps.n_b = fly_chunks_slots(threads);
+  p->ps.b = fly_alloc_array(p->ps.n_b, sizeof *p->ps.b);
+  if( !p->ps.b )
+    return fly_fail(err, FLY_NOMEM, "ingest: buffers for %d threads", threads);
+  fly_chunks_stage stage = { stage_encode, stage_insert, &p->ps };
+  return fly_chunks_start(x->csv, threads, interrupt, &stage, &p->q, err);
+}
+
+/* Stop and join the threads and free the batches.  Idempotent. */
+static void par_stop(par *p)
+{
+  fly_chunks_stop(p->q);
+  p->q = NULL;
+  if( p->ps.b ) for(size_t j = 0; j < p->ps.n_b; j++) batch_free(&p->ps.b[j]);
+  fly_free(p->ps.b);
+  p->ps.b = NULL;
+}
+
 int fly_ingest_default_threads(void)
 {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > FLY_INGEST_MAX_THREADS ? FLY_INGEST_MAX_THREADS : (int)n;
 }
 
-/* The records of x->csv parsed on `threads` threads (io/chunks.h), typed
+/* The records of x->csv parsed on `threads` threads (io/chunks.h; p: the
+ * threads, started here unless par_start already did, stopped here), typed
  * here in file order, their full pages encoded on the parse threads and
  * inserted in file order (the chunks' after-stage); the rows of the last
  * partial page are added to the page writer here at the end.  The same
  * rows, values, pages and first error as the one-thread loop: a failure
  * to store a page is about rows above the one being typed, so it comes
  * first.  *pn: records typed, *bytes: input consumed. */
-static fly_rc put_chunks(rowput *x, int threads, const char *name,
+static fly_rc put_chunks(rowput *x, par *p, int threads, const char *name,
                          int64_t *pn, uint64_t *bytes, fly_err *err)
 {
   const fly_ingest_opts *o = x->o;
-  fly_chunks *q = NULL;
   const fly_chunk *ch;
-  pstage ps;
+  fly_chunks *q;
+  pstage *ps = &p->ps;
   double *carry = NULL;        /* < page_rows rows of the page being filled */
   size_t n_carry = 0, width = x->width;
   int64_t n = 0, line = fly_csv_next_line(x->csv);
-  fly_rc rc, rs;
+  fly_rc rc = FLY_OK, rs;
 
-  memset(&ps, 0, sizeof ps);
-  ps.x = x;
-  ps.page_rows = (size_t)fly_pagewriter_page_rows(x->pw);
-  ps.enc_bound = fly_pagewriter_enc_bound(x->pw);
-  ps.n_b = fly_chunks_slots(threads);
-  ps.b = fly_alloc_array(ps.n_b, sizeof *ps.b);
-  carry = fly_alloc_array(ps.page_rows, width * sizeof *carry);
-  if( !ps.b || !carry ){
-    rc = fly_fail(err, FLY_NOMEM, "ingest: buffers for %d threads", threads);
+  if( !p->q && (rc = par_start(p, x, threads, o->interrupt, err)) ) goto done;
+  q = p->q;
+  ps->page_rows = (size_t)fly_pagewriter_page_rows(x->pw);
+  ps->enc_bound = fly_pagewriter_enc_bound(x->pw);
+  carry = fly_alloc_array(ps->page_rows, width * sizeof *carry);
+  if( !carry ){
+    rc = fly_fail(err, FLY_NOMEM, "ingest: a page of %zu rows", ps->page_rows);
     goto done;
   }
-  fly_chunks_stage stage = { stage_encode, stage_insert, &ps };
-  if( (rc = fly_chunks_start(x->csv, threads, o->interrupt, &stage, &q, err)) )
-    goto done;
   while( (rc = fly_chunks_next(q, &ch, err)) == FLY_ROW ){
-    batch *b = &ps.b[ch->slot];
+    batch *b = &ps->b[ch->slot];
     size_t i, k = n_carry;
-    if( !batch_reserve(&ps, b, n_carry + ch->rows) ){
+    if( !batch_reserve(ps, b, n_carry + ch->rows) ){
       rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", n_carry + ch->rows);
       goto done;
     }
@@ -714,23 +747,23 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
         if( (rs = fly_chunks_finish(q, err)) ) rc = rs;
         goto done;
       }
-      if( (k + 1) % ps.page_rows == 0 ) b->last_line[k / ps.page_rows] = line;
+      if( (k + 1) % ps->page_rows == 0 ) b->last_line[k / ps->page_rows] = line;
       if( ((n + 1) & 4095) == 0 && o->progress )
         o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
     }
     /* the rows typed (all of them unless the ingest is failing) */
     fly_dataset_stats_add(x->stats, b->rows + n_carry * width, i);
-    b->n_pages = k / ps.page_rows;
-    n_carry = k % ps.page_rows;
-    memcpy(carry, b->rows + b->n_pages * ps.page_rows * width,
+    b->n_pages = k / ps->page_rows;
+    n_carry = k % ps->page_rows;
+    memcpy(carry, b->rows + b->n_pages * ps->page_rows * width,
            n_carry * width * sizeof *carry);
     if( interrupted(o) ) break;
     if( ch->rc ){
       /* The rows above the error are stored first, as one thread would:
        * its failure is the first error. */
       if( (rc = fly_chunks_finish(q, err)) == FLY_OK
-          && (rc = stage_encode(&ps, ch->slot, err)) == FLY_OK
-          && (rc = stage_insert(&ps, ch->slot, err)) == FLY_OK ){
+          && (rc = stage_encode(ps, ch->slot, err)) == FLY_OK
+          && (rc = stage_insert(ps, ch->slot, err)) == FLY_OK ){
         rc = ch->rc;
         if( err ) *err = ch->err;
       }
@@ -747,18 +780,39 @@ static fly_rc put_chunks(rowput *x, int threads, const char *name,
   for(size_t j = 0; j < n_carry && rc == FLY_OK; j++)
     rc = fly_pagewriter_add(x->pw, carry + j * width, err);
 done:
-  fly_chunks_stop(q);
-  if( ps.b ) for(size_t j = 0; j < ps.n_b; j++) batch_free(&ps.b[j]);
-  fly_free(ps.b);
+  par_stop(p);
   fly_free(carry);
   *pn = n;
   return rc;
 }
 
-fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
-                      fly_ingest_result *res, fly_err *err)
+/* Where the rows go: an open database in a transaction (db), or a new one
+ * to build privately at tmp (db NULL; path: its name in messages),
+ * created and its transaction begun by dest_open.  With parse threads,
+ * that happens once they have started, so creating the schema overlaps
+ * parsing the first chunks; nothing is stored before it. */
+typedef struct dest {
+  fly_db     *db;
+  const char *tmp, *path;
+} dest;
+
+static fly_rc dest_open(dest *d, fly_err *err)
+{
+  if( d->db ) return FLY_OK;
+  errno = 0;
+  fly_rc rc = fly_db_open(d->tmp, FLY_DB_CREATE | FLY_DB_FAST, &d->db, err);
+  if( rc )
+    return fly_fail(err, rc, "cannot create database %s: %s", d->path,
+                    errno ? strerror(errno) : "SQLite could not open it");
+  return fly_db_begin(d->db, err);
+}
+
+/* fly_ingest_csv into d (see dest). */
+static fly_rc ingest_rows(dest *d, fly_csv *csv, const fly_ingest_opts *o,
+                          fly_ingest_result *res, fly_err *err)
 {
   fly_rc rc = FLY_OK;
+  fly_db *db = NULL;
   size_t ncsv = fly_csv_ncols(csv), tcol_ = ncsv - 1, width = 0, k;
   size_t *src = NULL;          /* stored column j <- CSV column src[j] */
   size_t *pos = NULL;          /* CSV column j -> stored column pos[j] */
@@ -774,12 +828,25 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   uint64_t bytes = 0;
   int late = 0;
   char name[256];
+  int threads = o->threads > 0 ? o->threads : fly_ingest_default_threads();
+  par p;
+  rowput rp;
 
+  memset(&p, 0, sizeof p);
+  memset(&rp, 0, sizeof rp);
+  rp.csv = csv;
+  rp.o = o;
   if( o->name ) snprintf(name, sizeof name, "%s", o->name);
   else default_name(fly_csv_path(csv), name, sizeof name);
   if( o->prec != FLY_PREC_F64 && o->prec != FLY_PREC_F32 )
     return fly_fail(err, FLY_MISUSE, "ingest: precision %d is not f64 or f32",
                     o->prec);
+  /* rp is filled in below, before the first chunk is taken */
+  if( !d->db && threads > 1 && ncsv >= 2
+      && (rc = par_start(&p, &rp, threads, o->interrupt, err)) )
+    goto done;
+  if( (rc = dest_open(d, err)) ) goto done;
+  db = d->db;
   if( ncsv < 2 ){
     rc = fly_fail(err, FLY_PARSE, "%s:1: the header has %zu column; need at "
                   "least one feature and a target", fly_csv_path(csv), ncsv);
@@ -832,13 +899,12 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
                            &pw, err);
   if( rc ) goto done;
 
-  rowput rp = { csv, o, tc, ncsv, width, pos, row, stats, pw,
-                /* A number needs no more than its value: f64, and no
-                 * number can be an --na-strings text. */
-                o->prec == FLY_PREC_F64 && !o->na_strings };
-  int threads = o->threads > 0 ? o->threads : fly_ingest_default_threads();
+  rp = (rowput){ csv, o, tc, ncsv, width, pos, row, stats, pw,
+                 /* A number needs no more than its value: f64, and no
+                  * number can be an --na-strings text. */
+                 o->prec == FLY_PREC_F64 && !o->na_strings };
   if( threads > 1 ){
-    rc = put_chunks(&rp, threads, name, &n, &bytes, err);
+    rc = put_chunks(&rp, &p, threads, name, &n, &bytes, err);
     if( rc ) goto done;
     rc = FLY_DONE;
   }
@@ -879,6 +945,7 @@ fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
   }
 
 done:
+  par_stop(&p);
   fly_pagewriter_free(pw);
   fly_dataset_stats_free(stats);
   if( tc )
@@ -896,6 +963,14 @@ done:
   fly_free(row);
   fly_free(cols);
   return rc;
+}
+
+fly_rc fly_ingest_csv(fly_db *db, fly_csv *csv, const fly_ingest_opts *o,
+                      fly_ingest_result *res, fly_err *err)
+{
+  dest d = { db, NULL, NULL };
+  if( !db ) return fly_fail(err, FLY_MISUSE, "fly_ingest_csv: NULL database");
+  return ingest_rows(&d, csv, o, res, err);
 }
 
 /* Remove <db>.ingest-PID.tmp files left by ingests that were killed (a
@@ -945,18 +1020,14 @@ static fly_rc ingest_new(const char *db_path, fly_csv *csv,
                          fly_err *err)
 {
   char tmp[4200];
-  fly_db *db = NULL;
+  dest d = { NULL, tmp, db_path };
   fly_rc rc;
 
   snprintf(tmp, sizeof tmp, "%s.ingest-%ld.tmp", db_path, (long)getpid());
   unlink(tmp);
-  rc = fly_db_open(tmp, FLY_DB_CREATE | FLY_DB_FAST, &db, err);
-  if( rc ) fly_fail(err, rc, "cannot create database %s: %s", db_path,
-                    errno ? strerror(errno) : "SQLite could not open it");
-  if( rc == FLY_OK ) rc = fly_db_begin(db, err);
-  if( rc == FLY_OK ) rc = fly_ingest_csv(db, csv, o, res, err);
-  if( rc == FLY_OK ) rc = fly_db_commit(db, err);
-  fly_db_close(db);
+  rc = ingest_rows(&d, csv, o, res, err);
+  if( rc == FLY_OK ) rc = fly_db_commit(d.db, err);
+  fly_db_close(d.db);
   if( rc == FLY_OK ) rc = sync_file(tmp, err);
   if( rc == FLY_OK && link(tmp, db_path) != 0 ){
     if( errno == EPERM || errno == EOPNOTSUPP ){

@@ -8,8 +8,8 @@
  * payload is never larger than its raw form and random-looking data (most
  * real-valued features) decodes at memcpy speed.  Whether to try is decided
  * by a probe: a page longer than PROBE_BYTES is stored raw, without
- * compressing the rest, unless LZ4 makes its first PROBE_BYTES at least
- * 1/8 smaller.  The decision depends on the page's bytes alone, so the same
+ * compressing the rest, unless LZ4 makes its first PROBE_BYTES 3/4 of raw
+ * or smaller.  The decision depends on the page's bytes alone, so the same
  * page is always stored the same way.  The checksum covers the payload as
  * stored, so it can be verified before anything is decoded.
  *
@@ -21,8 +21,7 @@
  *
  * Cost: encode of an incompressible page is one LZ4 pass over its first
  * PROBE_BYTES and a memcpy; of a compressible one, the probe and one
- * LZ4_compress_fast pass at an acceleration the probe chose (its output
- * capped at 7/8 of raw_bytes); decode is one LZ4_decompress_safe (or memcpy) straight into
+ * LZ4_compress_fast pass (its output capped at 7/8 of raw_bytes); decode is one LZ4_decompress_safe (or memcpy) straight into
  * the caller's buffer for f64, plus one widening pass for f32.  No
  * allocation anywhere.
  */
@@ -83,19 +82,18 @@ static uint64_t xxh3_avx2(const void *p, size_t n)
  * SQLite pages), a dozen rows of a 20-column page, so a column pattern
  * that repeats row after row shows in it. */
 #define PROBE_BYTES 2048
-/* LZ4's acceleration: how fast it skips ahead where it finds no match.
- * The probe runs at PROBE_ACCELERATION.  A page whose prefix LZ4 makes
- * 3/4 of raw or smaller is compressed at acceleration 1: such a page may
+/* The probe runs at LZ4 acceleration PROBE_ACCELERATION (how fast LZ4
+ * skips ahead where it finds no match) and gives up once its output
+ * passes 3/4 of the prefix.  A page whose prefix shrinks that much may
  * shrink to half or less (a prefix compresses worse than its page, having
- * less history), and then its size decides how many pages share a SQLite
- * leaf, so every byte counts.  A page whose prefix shrinks by less
- * (typically a few columns of small codes among random mantissas) does
- * not halve: it takes a leaf of its own whether LZ4 makes it 3/4 or 5/6
- * of raw, so it is compressed at MARGINAL_ACCELERATION, several times
- * cheaper on the random bytes.  Either output is an ordinary LZ4 block,
- * read by LZ4_decompress_safe. */
+ * less history); its size then decides how many pages share a SQLite
+ * leaf, so it is compressed at acceleration 1, where every byte counts.
+ * A page whose prefix shrinks by less (typically a few columns of small
+ * codes among random mantissas) does not halve: a page sized to a leaf
+ * takes a leaf of its own whether LZ4 makes it 5/6 of raw or not, so it
+ * is stored raw, which costs nothing to encode and decodes at memcpy
+ * speed. */
 #define PROBE_ACCELERATION 4
-#define MARGINAL_ACCELERATION 32
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4,
                "flydb page codec needs IEEE-754 binary64/binary32");
@@ -156,21 +154,18 @@ fly_rc fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
 
   /* Try LZ4 with room for at most raw_bytes - saving output bytes: it gives
    * up (returns 0) as soon as the result would not be that much smaller.
-   * A long page is tried only if its prefix shrinks as much (dst is free
+   * A long page is tried only if its prefix shrinks to 3/4 (dst is free
    * room to probe into: the prefix's capped output fits in raw_bytes). */
-  int probe = 0, acc = 1;
-  if( raw_bytes > PROBE_BYTES && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE ){
-    probe = LZ4_compress_fast(raw, dst, PROBE_BYTES, PROBE_BYTES
-                              - (PROBE_BYTES >> MIN_SAVING_SHIFT),
+  int probe = 0;
+  if( raw_bytes > PROBE_BYTES && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE )
+    probe = LZ4_compress_fast(raw, dst, PROBE_BYTES, PROBE_BYTES / 4 * 3,
                               PROBE_ACCELERATION);
-    if( probe > PROBE_BYTES / 4 * 3 ) acc = MARGINAL_ACCELERATION;
-  }
   if( raw_bytes > 1 && raw_bytes <= (size_t)LZ4_MAX_INPUT_SIZE
       && (raw_bytes <= PROBE_BYTES || probe > 0) ){
     size_t saving = raw_bytes >> MIN_SAVING_SHIFT;
     size_t cap = raw_bytes - (saving ? saving : 1);
     if( cap > dst_cap ) cap = dst_cap;
-    int c = LZ4_compress_fast(raw, dst, (int)raw_bytes, (int)cap, acc);
+    int c = LZ4_compress_fast(raw, dst, (int)raw_bytes, (int)cap, 1);
     if( c > 0 && (size_t)c < raw_bytes ){
       *codec = FLY_CODEC_LZ4;
       *out_bytes = (size_t)c;

@@ -334,16 +334,26 @@ const fly_dataset_column *fly_dataset_target(const fly_dataset *ds)
 /* Each statistic is an array over the columns (structure of arrays),
  * padded to whole vectors of LANES columns, and a row's update is the same
  * arithmetic on LANES columns at once, with a missing value masked out
- * rather than branched around (GCC/clang vector extensions: SSE2 on x86-64,
- * NEON on arm64, scalar code elsewhere; two lanes keep to the base ABI).  Each lane does the
- * scalar IEEE operations in the scalar order, so the bits do not depend on
- * the vector width.  Counts are kept as doubles (exact below 2^53 rows) so
- * the whole update stays in one vector type. */
-#define LANES 2
+ * rather than branched around (GCC/clang vector extensions).  The update
+ * is compiled twice on x86-64: for the base ABI (SSE2: each vector is two
+ * registers) and for AVX2 (one register), chosen at run time by the CPU;
+ * elsewhere once (NEON on arm64, scalar code where there is no vector
+ * unit).  Each lane does the scalar IEEE operations in the scalar order,
+ * and neither build contracts them into FMAs (ISO C: no contraction
+ * across statements; the AVX2 build has no FMA), so the bits depend
+ * neither on the vector width nor on the CPU.  Counts are kept as doubles
+ * (exact below 2^53 rows) so the whole update stays in one vector type.
+ * All the vector helpers are inlined into the two row loops, so no vector
+ * crosses a call. */
+#define LANES 4
 typedef double   vd __attribute__((vector_size(LANES * sizeof(double))));
 typedef int64_t  vm __attribute__((vector_size(LANES * sizeof(double))));
 
+typedef void add_fn(fly_dataset_stats *s, const double *rows, size_t n_rows);
+static add_fn *add_pick(void);
+
 struct fly_dataset_stats {
+  add_fn  *add;                /* the row loop for this CPU */
   size_t   width, padded;      /* columns; rounded up to LANES */
   int64_t  n;                  /* rows added */
   double  *mean, *m2, *min, *max;  /* padded each, in one allocation */
@@ -361,6 +371,7 @@ fly_rc fly_dataset_stats_new(size_t width, fly_dataset_stats **ps,
     fly_dataset_stats_free(s);
     return fly_fail(err, FLY_NOMEM, "column statistics of %zu columns", width);
   }
+  s->add = add_pick();
   s->width = width;
   s->padded = w;
   s->n = 0;
@@ -385,31 +396,43 @@ void fly_dataset_stats_free(fly_dataset_stats *s)
   fly_free(s);
 }
 
+#define INLINE static inline __attribute__((always_inline))
+/* A 32-byte vector passed outside AVX code would change the ABI, which
+ * compilers warn about (GCC at the end of the file, hence no pop); these
+ * helpers are always inlined, so none is passed. */
+#if defined(__clang__)
+#  if __has_warning("-Wpsabi")
+#    pragma clang diagnostic ignored "-Wpsabi"
+#  endif
+#elif defined(__GNUC__)
+#  pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 /* m ? a : b, lane by lane (m: all ones or all zeros). */
-static inline vd pick(vm m, vd a, vd b)
+INLINE vd pick(vm m, vd a, vd b)
 {
   return (vd)((m & (vm)a) | (~m & (vm)b));
 }
 
-static inline vd load(const double *p)
+INLINE vd load(const double *p)
 {
   vd v;
   memcpy(&v, p, sizeof v);
   return v;
 }
 
-static inline void store(double *p, vd v) { memcpy(p, &v, sizeof v); }
+INLINE void store(double *p, vd v) { memcpy(p, &v, sizeof v); }
 
 /* Add value vector v to columns j..j+LANES-1 of s. */
-static inline void add_lanes(fly_dataset_stats *s, size_t j, vd v)
+INLINE void add_lanes(fly_dataset_stats *s, size_t j, vd v)
 {
   /* Welford, in a form that cannot overflow to NaN for values near
    * +-DBL_MAX (v - mean can exceed DBL_MAX; each quotient cannot).  m2 may
    * still reach +inf, which is stored as such: the sd is then too large
    * for a double.  A NaN v leaves every statistic but n_missing as it was
    * (its quotients are computed and dropped; its comparisons are false). */
-  const vd one = { 1.0, 1.0 }, zero = { 0.0, 0.0 };
-  const vd inf = { INFINITY, INFINITY };
+  const vd one = { 1.0, 1.0, 1.0, 1.0 }, zero = { 0.0, 0.0, 0.0, 0.0 };
+  const vd inf = { INFINITY, INFINITY, INFINITY, INFINITY };
   vd old = load(s->mean + j), m2 = load(s->m2 + j);
   vd mn = load(s->min + j), mx = load(s->max + j);
   vm ok = (vm)(v == v);
@@ -425,8 +448,7 @@ static inline void add_lanes(fly_dataset_stats *s, size_t j, vd v)
   store(s->max + j, pick((vm)(v > mx), v, mx));
 }
 
-void fly_dataset_stats_add(fly_dataset_stats *s, const double *rows,
-                           size_t n_rows)
+INLINE void add_rows(fly_dataset_stats *s, const double *rows, size_t n_rows)
 {
   const size_t w = s->width, full = w / LANES * LANES;
   for(size_t i = 0; i < n_rows; i++){
@@ -436,11 +458,36 @@ void fly_dataset_stats_add(fly_dataset_stats *s, const double *rows,
     if( j < w ){
       /* the last columns, padded with NaN: the padding lanes count
        * missing values that nothing reads */
-      double t[LANES] = { NAN, NAN };
+      double t[LANES] = { NAN, NAN, NAN, NAN };
       memcpy(t, x + j, (w - j) * sizeof *t);
       add_lanes(s, j, load(t));
     }
   }
+}
+
+static void add_base(fly_dataset_stats *s, const double *rows, size_t n_rows)
+{
+  add_rows(s, rows, n_rows);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2")))
+static void add_avx2(fly_dataset_stats *s, const double *rows, size_t n_rows)
+{
+  add_rows(s, rows, n_rows);
+}
+static add_fn *add_pick(void)
+{
+  return __builtin_cpu_supports("avx2") ? add_avx2 : add_base;
+}
+#else
+static add_fn *add_pick(void) { return add_base; }
+#endif
+
+void fly_dataset_stats_add(fly_dataset_stats *s, const double *rows,
+                           size_t n_rows)
+{
+  s->add(s, rows, n_rows);
   s->n += (int64_t)n_rows;
 }
 

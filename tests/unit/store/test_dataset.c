@@ -9,6 +9,7 @@
 #include "io/ingest.h"
 #include "store/dataset.h"
 
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,6 +204,60 @@ static void test_check(void)
          "check: a changed mean is one problem (%s)", l.last);
 }
 
+/* The statistics of every width from 1 to 13 columns (whole vectors and
+ * partial ones) over values with NaNs, infinities and +-DBL_MAX, against
+ * the scalar Welford update they are defined by, bit for bit: the vector
+ * width and the CPU the update was compiled for must not show. */
+static void test_stats_lanes(void)
+{
+  enum { W = 13, R = 500 };
+  static const double odd[] = { NAN, INFINITY, -INFINITY, DBL_MAX, -DBL_MAX,
+                                0.0, -0.0, 5e-324 };
+  double *rows = malloc(R * W * sizeof *rows);
+  int same = 1;
+  unsigned s = 12345;
+  for(size_t w = 1; w <= W && rows; w++){
+    double cnt[W] = {0}, miss[W] = {0}, mean[W] = {0}, m2[W] = {0}, mn[W], mx[W];
+    fly_dataset_stats *st = NULL;
+    for(size_t j = 0; j < w; j++){ mn[j] = INFINITY; mx[j] = -INFINITY; }
+    for(size_t i = 0; i < R * w; i++){
+      s = s * 1103515245u + 12345u;
+      rows[i] = (s >> 28) == 0 ? odd[(s >> 8) % 8]
+              : ((double)(s >> 8) / 16777216.0 - 0.5) * 1e3;
+    }
+    if( fly_dataset_stats_new(w, &st, NULL) ){ same = 0; break; }
+    fly_dataset_stats_add(st, rows, R / 2);
+    fly_dataset_stats_add(st, rows + R / 2 * w, R - R / 2);
+    for(size_t i = 0; i < R; i++)
+      for(size_t j = 0; j < w; j++){
+        double v = rows[i * w + j];
+        if( v == v ){
+          double c = cnt[j] + 1.0, old = mean[j];
+          double nmean = old + (v / c - old / c);
+          double nm2 = m2[j] + (v - old) * (v - nmean);
+          cnt[j] = c;
+          mean[j] = nmean;
+          m2[j] = nm2 == nm2 ? nm2 : INFINITY;
+        }else miss[j] += 1.0;
+        if( v < mn[j] ) mn[j] = v;
+        if( v > mx[j] ) mx[j] = v;
+      }
+    for(size_t j = 0; j < w; j++){
+      fly_dataset_column c;
+      double sd = cnt[j] > 1 ? sqrt(m2[j] / (cnt[j] - 1.0)) : 0.0;
+      fly_dataset_stats_get(st, j, &c);
+      same &= c.n == (int64_t)cnt[j] && c.n_missing == (int64_t)miss[j]
+              && memcmp(&c.mean, &mean[j], 8) == 0 && memcmp(&c.sd, &sd, 8) == 0
+              && memcmp(&c.min, &mn[j], 8) == 0 && memcmp(&c.max, &mx[j], 8) == 0;
+    }
+    same &= fly_dataset_stats_rows(st) == R;
+    fly_dataset_stats_free(st);
+  }
+  TAP_OK(rows && same, "column statistics of 1 to %d columns equal the scalar "
+         "update's bit for bit", (int)W);
+  free(rows);
+}
+
 int main(void)
 {
   snprintf(dir, sizeof dir, "/tmp/fly_test_dataset_XXXXXX");
@@ -211,6 +266,7 @@ int main(void)
   make_csv();
   test_ingest_and_load();
   test_check();
+  test_stats_lanes();
   unlink(path);
   rmdir(dir);
   free(csv);
