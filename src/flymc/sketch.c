@@ -65,6 +65,13 @@ static int code_up(const fly_sketch *s, double v, int lo)
   int e;
   (void)frexp(v, &e);
   int c = 8 * (e - 1) + 128;
+  if( c >= lo && c >= 1 && c + 8 <= 254 && s->step[c - 1] < v ){
+    /* the walk up as a count: step increases, so the answer is c plus
+     * the number of the next 8 steps below v (step[c + 8] = 2^e > v) */
+    int up = 0;
+    for(int i = 0; i < 8; i++) up += s->step[c + i] < v;
+    return c + up;
+  }
   if( c < lo ) c = lo;
   while( c > lo && s->step[c - 1] >= v ) c--;
   while( c <= 254 && s->step[c] < v ) c++;
@@ -144,13 +151,22 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
     no_sketch(out);
     return;
   }
-  memset(out, 0, FLY_SKETCH_BYTES);
+  /* the 105 bits of coordinates as two words, bit b of the code at bit
+   * b of lo (b < 64) or b - 64 of hi, then stored byte by byte */
+  uint64_t lo = 0, hi = 0;
   for(j = 0; j < k; j++){
-    unsigned v = (unsigned)q[j] & 31u, bit = 5 * (unsigned)j;
-    out[bit / 8] |= (uint8_t)(v << (bit % 8));
-    if( bit % 8 > 3 ) out[bit / 8 + 1] |= (uint8_t)(v >> (8 - bit % 8));
+    uint64_t v = (uint64_t)((unsigned)q[j] & 31u);
+    unsigned bit = 5 * (unsigned)j;
+    if( bit < 64 ){
+      lo |= v << bit;
+      if( bit > 59 ) hi |= v >> (64 - bit);
+    }else{
+      hi |= v << (bit - 64);
+    }
   }
-  out[13] |= (uint8_t)(c << 1);
+  for(int i = 0; i < 8; i++) out[i] = (uint8_t)(lo >> (8 * i));
+  for(int i = 0; i < 5; i++) out[8 + i] = (uint8_t)(hi >> (8 * i));
+  out[13] = (uint8_t)((hi >> 40 & 1u) | (unsigned)c << 1);
   out[14] = (uint8_t)e;
 }
 
