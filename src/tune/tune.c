@@ -15,13 +15,20 @@
  *       each row's log L weighted by N / rows read, whose optimum lies
  *       within about sqrt(s) posterior sds of the MAP; then Newton steps on
  *       the full data, each one scan for f, g and H (type->neg_hess), until
- *       the Newton decrement g'H^-1 g (twice the decrease of f still to be
- *       had, the squared distance to the MAP in posterior sds) is below
- *       1e-6: that step is taken unscanned, landing within about 1e-12 of
- *       the MAP.  From sqrt(s) sds Newton converges quadratically: three
- *       full scans where L-BFGS from 0 needs a dozen, and the last one's H
- *       (at 1e-3 sds from the MAP) is the Laplace precision, so (b) needs
- *       no scan of its own.  A rise of f halves the
+ *       the step is known to land within a decrement of 1e-6 of the MAP
+ *       (Newton decrement g'H^-1 g: twice the decrease of f still to be
+ *       had, the squared distance to the MAP in posterior sds, so 1e-3
+ *       sds): that step is taken unscanned.  It is known to when its own
+ *       decrement d is below 1e-6 (it lands within about d^2), or when
+ *       the contraction of the two steps before it predicts so: with
+ *       quadratic convergence sqrt(d') = kappa d, and kappa estimated as
+ *       sqrt(d) / d_prev, a step lands at about d^3 / d_prev^2, which must
+ *       be 10 times below 1e-6.  From sqrt(s) sds Newton converges
+ *       quadratically, and the faster the larger N: two or three full
+ *       scans where L-BFGS from 0 needs a dozen, and the last one's H (a
+ *       few sds at most from the MAP, where H changes by O(1/sqrt(N)) of
+ *       itself) is the Laplace precision, so (b) needs no scan of its
+ *       own.  A rise of f halves the
  *       step; no convergence in 8 steps, a Hessian that is not positive
  *       definite or a failed subsample search fall back to L-BFGS on the
  *       full data from the best point seen.  The MAP is the same optimum
@@ -104,8 +111,11 @@
 #define TUNE_NEWTON_SLACK   1e-12  /* relative rise of f taken as rounding */
 #define TUNE_BLOCK          16     /* pages a Newton scan of rows in memory
                                       hands the model at once (one dsyrk) */
-#define TUNE_NEWTON_LAST    1e-6   /* decrement g'H^-1 g below which the
-                                      step is the last, taken unscanned */
+#define TUNE_NEWTON_LAST    1e-6   /* decrement g'H^-1 g within which a
+                                      step must land to be the last, taken
+                                      unscanned (file comment, (a)) */
+#define TUNE_NEWTON_MARGIN  10.0   /* a predicted landing decrement must be
+                                      this far below TUNE_NEWTON_LAST */
 
 static double now_seconds(void)
 {
@@ -1001,7 +1011,7 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
   const size_t P = sc->P;
   const double want = fmax(TUNE_SUB_ROWS, TUNE_SUB_PER_P * (double)P);
   const int64_t stride = (int64_t)floor((double)sc->n_rows / want);
-  double *g = NULL, *best = NULL, f = 0, fbest = INFINITY;
+  double *g = NULL, *best = NULL, f = 0, fbest = INFINITY, lam2_prev = INFINITY;
   fly_lbfgs_opts lo;
   fly_lbfgs_result ls;
   fly_rc rc = FLY_OK;
@@ -1063,6 +1073,7 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
       /* worse (or not finite): halve the step from the best point */
       if( !isfinite(fbest) || ++halve > TUNE_NEWTON_HALVE ) break;
       for(size_t j = 0; j < P; j++) th[j] = best[j] + 0.5 * (th[j] - best[j]);
+      lam2_prev = INFINITY;     /* a halved step tells no contraction */
       continue;
     }
     halve = 0;
@@ -1084,7 +1095,12 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
     say(sc, "  Newton step %d on the full data: -log posterior %.12g, |grad| "
         "%.3g, decrement %.3g (%d scans, %.1f s)", it, f, gn, lam2,
         sc->n_scans, now_seconds() - sc->t0);
-    int last = lam2 <= TUNE_NEWTON_LAST;
+    /* the step lands within about lam2^2 (quadratic convergence), or
+     * within lam2^3 / lam2_prev^2 by the contraction of the last step */
+    int last = lam2 <= TUNE_NEWTON_LAST
+               || (lam2 < lam2_prev && isfinite(lam2_prev) && TUNE_NEWTON_MARGIN * lam2 * lam2 * lam2
+                                       <= TUNE_NEWTON_LAST * lam2_prev * lam2_prev);
+    lam2_prev = lam2;
     if( 0.5 * lam2 <= fmax(TUNE_NEWTON_TOL, TUNE_DEC_TOL * fabs(f)) ){
       *found = 1;   /* H is at th */
       goto done;
@@ -1094,10 +1110,9 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
                 L, (int)P, g, 1);
     for(size_t j = 0; j < P; j++) th[j] -= g[j];
     if( last ){
-      /* The step from a decrement this small lands within about lam2^2 of
-       * the MAP (quadratic convergence), and H, from sqrt(lam2) sds away,
-       * is the Laplace precision to that relative order.  f and g there
-       * come from the bounds' scan. */
+      /* The step lands within TUNE_NEWTON_LAST of the MAP, and H, from
+       * sqrt(lam2) sds away, is the Laplace precision to O(sqrt(lam2 / N))
+       * of itself.  f and g there come from the bounds' scan. */
       *unscanned = 1;
       *found = 1;
       goto done;
