@@ -72,6 +72,12 @@ typedef struct fly_chain_cfg {
                                     modes read their rows from them (the
                                     values the pages decode to, so the same
                                     draws) */
+  const fly_pages   *data_map;   /* open handles on the data set's and bound
+                                    set's pages whose maps the chain's own
+                                    handles copy (fly_pages_open_like), or
+                                    NULL to read them; borrowed, used at
+                                    fly_chain_open only */
+  const fly_pages   *bound_map;
   int64_t            N;
   size_t             W;          /* values per stored row */
   fly_zmode          z;

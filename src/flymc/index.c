@@ -22,6 +22,7 @@ typedef struct shared {
   int64_t          ds, bs;
   fly_buckets     *b;
   fly_sketch      *s;            /* NULL: no sketches */
+  const fly_pages *bp, *dp;      /* the caller's handles: the workers' maps */
   const double    *X;            /* all rows in memory, or NULL: the data pages */
   size_t           W;            /* values a row of X */
   int64_t          next[2];      /* each phase's next chunk */
@@ -46,9 +47,9 @@ static void *work(void *arg)
   fly_pages *bp = NULL, *dp = NULL;
   int began = 0;
   fly_rc rc = fly_db_open(sh->path, FLY_DB_READONLY, &db, &w->err);
-  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_BOUND, sh->bs, 0, &bp, &w->err);
+  if( rc == FLY_OK ) rc = fly_pages_open_like(db, FLY_TABLE_BOUND, sh->bs, sh->bp, 0, &bp, &w->err);
   if( rc == FLY_OK && w->phase == 1 && sh->s && !sh->X )
-    rc = fly_pages_open(db, FLY_TABLE_DATA, sh->ds, 0, &dp, &w->err);
+    rc = fly_pages_open_like(db, FLY_TABLE_DATA, sh->ds, sh->dp, 0, &dp, &w->err);
   if( rc == FLY_OK ) began = fly_db_read_begin(db);   /* one snapshot for the pass */
   while( rc == FLY_OK && !__atomic_load_n(&sh->failed, __ATOMIC_RELAXED) ){
     int64_t c = __atomic_fetch_add(&sh->next[w->phase], 1, __ATOMIC_RELAXED);
@@ -125,9 +126,6 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_mo
     if( rc == FLY_OK && L )
       rc = fly_sketch_init_placed(di, m, L, fly_buckets_tail(b, 0), b->stride, s, err);
   }
-  fly_pages_close(dp);
-  fly_pages_close(bp);
-  fly_db_close(db);
   for(int t = 0; t < nt && rc == FLY_OK; t++){
     rc = fly_buckets_ws_new(b, &ws[t], err);
     if( rc == FLY_OK && L &&
@@ -141,6 +139,8 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_mo
     sh.bs = bs;
     sh.b = b;
     sh.s = L ? s : NULL;
+    sh.bp = bp;
+    sh.dp = dp;
     sh.X = X;
     sh.W = dp_width;
     for(int t = 0; t < nt; t++){ w[t].sh = &sh; w[t].ws = ws[t]; }
@@ -153,6 +153,9 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_mo
     fly_buckets_ws_free(ws[t]);
     fly_free(w[t].codes);
   }
+  fly_pages_close(dp);
+  fly_pages_close(bp);
+  fly_db_close(db);
   if( rc ){
     fly_sketch_free(s);
     fly_buckets_free(b);

@@ -190,6 +190,7 @@ static int fits_memory(const fly_dataset *sh)
  * connection of its own (a thread's part of load_all). */
 typedef struct load_part {
   const char *path;
+  const fly_pages *map;      /* the caller's handle: the map to copy */
   int64_t     ds, lo, hi, width;
   double     *X;
   fly_rc      rc;
@@ -203,7 +204,7 @@ static void *load_pages(void *arg)
   fly_pages *p = NULL;
   int began = 0;
   fly_rc rc = fly_db_open(lp->path, FLY_DB_READONLY, &db, &lp->err);
-  if( rc == FLY_OK ) rc = fly_pages_open(db, FLY_TABLE_DATA, lp->ds, 0, &p, &lp->err);
+  if( rc == FLY_OK ) rc = fly_pages_open_like(db, FLY_TABLE_DATA, lp->ds, lp->map, 0, &p, &lp->err);
   if( rc == FLY_OK ){
     const fly_pages_info *in = fly_pages_info_of(p);
     int64_t r1 = lp->hi * in->page_rows < in->n_rows ? lp->hi * in->page_rows : in->n_rows;
@@ -226,12 +227,12 @@ static void *load_pages(void *arg)
 
 /* All rows in one block, when they fit (fits_memory); *out NULL (stream
  * the pages instead) when they do not.  Two threads decode a half of the
- * pages each (the values do not depend on who decodes them). */
-static fly_rc load_all(const char *db_path, fly_db *db, int64_t ds, const fly_dataset *sh,
-                       double **out, fly_err *err)
+ * pages each (the values do not depend on who decodes them), each on a
+ * connection of its own with the map of dmap (the data set's pages). */
+static fly_rc load_all(const char *db_path, const fly_pages *dmap, int64_t ds,
+                       const fly_dataset *sh, double **out, fly_err *err)
 {
-  fly_pages *p = NULL;
-  fly_rc rc;
+  fly_rc rc = FLY_OK;
   load_part part[2];
   pthread_t th;
   int started = 0;
@@ -239,12 +240,9 @@ static fly_rc load_all(const char *db_path, fly_db *db, int64_t ds, const fly_da
   if( !fits_memory(sh) ) return FLY_OK;
   double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
   if( !X ) return FLY_OK;
-  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &p, err)) ) goto done;
-  int64_t n_pages = fly_pages_info_of(p)->n_pages;
-  fly_pages_close(p);
-  p = NULL;
+  int64_t n_pages = fly_pages_info_of(dmap)->n_pages;
   for(int i = 0; i < 2; i++){
-    part[i] = (load_part){ db_path, ds, i ? n_pages / 2 : 0, i ? n_pages : n_pages / 2,
+    part[i] = (load_part){ db_path, dmap, ds, i ? n_pages / 2 : 0, i ? n_pages : n_pages / 2,
                            sh->width, X, FLY_OK, {0} };
   }
   started = n_pages > 1 && pthread_create(&th, NULL, load_pages, &part[1]) == 0;
@@ -258,7 +256,6 @@ static fly_rc load_all(const char *db_path, fly_db *db, int64_t ds, const fly_da
       goto done;
     }
 done:
-  fly_pages_close(p);
   if( rc ){ fly_free(X); return rc; }
   *out = X;
   return FLY_OK;
@@ -438,6 +435,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   fly_buckets bk = {0};
   fly_sketch sk = {0};
   double *Xall = NULL;
+  fly_pages *dmap = NULL, *bmap = NULL;   /* maps the threads' handles copy */
   ckpt ck[FLY_RUN_MAX_CHAINS];
   fly_dataset *dset = NULL;
   const char **names = NULL;
@@ -498,9 +496,10 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
    * user set): tuning scans them, full-data NUTS sums over them, and the
    * FlyMC chains (and the chooser's pilots) read rows from them instead of
    * each decoding the pages into a cache of its own. */
+  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dmap, err)) ) goto done;
   if( c->z == FLY_Z_REGULAR || (double)dset->n_rows * (double)dset->width * 8.0 <=
                                (double)((size_t)c->cache_mb << 20) )
-    if( (rc = load_all(db_path, db, ds, dset, &Xall, err)) ) goto done;
+    if( (rc = load_all(db_path, dmap, ds, dset, &Xall, err)) ) goto done;
   fly_tune_opts to;
   fly_tune_opts_default(&to);
   to.X = Xall;
@@ -509,6 +508,8 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   to.verbose = c->verbose;
   if( (rc = fly_tune_get(db, ds, &m, &to, &bs, err)) ) goto done;
   if( (rc = fly_bounds_load(db, bs, &m, &bd, err)) ) goto done;
+  if( c->z != FLY_Z_REGULAR && (rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bmap, err)) )
+    goto done;
 
   if( c->z == FLY_Z_GIBBS ){
     /* The bucket index with the sketches in its records, on as many
@@ -547,6 +548,8 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.init_map = c->init_map;
   cc.cache_bytes = (size_t)c->cache_mb << 20;
   cc.Xall = Xall;
+  cc.data_map = dmap;
+  cc.bound_map = bmap;
 
   if( choose ){
     if( (rc = fly_run_choose(&cc, c->seed, c->warmup + c->iters, dset->n_rows,
@@ -576,7 +579,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   }
 
   if( c->z == FLY_Z_REGULAR && !Xall ){
-    if( (rc = load_all(db_path, db, ds, dset, &Xall, err)) ) goto done;
+    if( (rc = load_all(db_path, dmap, ds, dset, &Xall, err)) ) goto done;
     cc.Xall = Xall;
   }
 
@@ -637,6 +640,8 @@ done:
   fly_free(names);
   fly_dataset_free(dset);
   fly_free(Xall);
+  fly_pages_close(dmap);
+  fly_pages_close(bmap);
   fly_buckets_free(&bk);
   fly_sketch_free(&sk);
   fly_bounds_free(bd);

@@ -292,8 +292,10 @@ done:
   return rc;
 }
 
-fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
-                      size_t cache_bytes, fly_pages **pp, fly_err *err)
+/* fly_pages_open and fly_pages_open_like: the shape and map read from the
+ * database, or copied from like. */
+static fly_rc open_pages(fly_db *db, fly_table table, int64_t owner, const fly_pages *like,
+                         size_t cache_bytes, fly_pages **pp, fly_err *err)
 {
   fly_pages *p = NULL;
   fly_rc rc = FLY_OK;
@@ -302,6 +304,10 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
   *pp = NULL;
   if( table != FLY_TABLE_DATA && table != FLY_TABLE_BOUND )
     return fly_fail(err, FLY_MISUSE, "pages: unknown table %d", (int)table);
+  if( like && strcmp(sqlite3_db_filename(fly_db_sqlite(db), "main"),
+                     sqlite3_db_filename(like->h, "main")) != 0 )
+    return fly_fail(err, FLY_MISUSE, "pages: %s of %s opened like a handle on %s",
+                    like->name, fly_db_path(db), fly_db_path(like->db));
   p = fly_alloc_array(1, sizeof *p);
   if( !p ) return fly_fail(err, FLY_NOMEM, "opening pages of %lld",
                            (long long)owner);
@@ -313,7 +319,12 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
   snprintf(p->name, sizeof p->name, "%s %lld",
            table == FLY_TABLE_DATA ? "data set" : "bound set", (long long)owner);
 
-  if( (rc = load_shape(p, err)) ) goto done;
+  if( like ){
+    p->info = like->info;
+    p->page_vals = like->page_vals;
+  }else if( (rc = load_shape(p, err)) ){
+    goto done;
+  }
   p->meta = fly_alloc_array((size_t)p->info.n_pages, sizeof *p->meta);
   p->slot_of = fly_alloc_array((size_t)p->info.n_pages, sizeof *p->slot_of);
   if( !p->meta || !p->slot_of ){
@@ -321,7 +332,8 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
                   (long long)p->info.n_pages);
     goto done;
   }
-  if( (rc = load_map(p, err)) ) goto done;
+  if( like ) memcpy(p->meta, like->meta, (size_t)p->info.n_pages * sizeof *p->meta);
+  else if( (rc = load_map(p, err)) ) goto done;
 
   /* Cache slots, all allocated now (calloc: untouched slots cost no RAM). */
   page_bytes = p->page_vals * sizeof(double);
@@ -366,6 +378,23 @@ done:
   }
   *pp = p;
   return FLY_OK;
+}
+
+fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
+                      size_t cache_bytes, fly_pages **pp, fly_err *err)
+{
+  return open_pages(db, table, owner, NULL, cache_bytes, pp, err);
+}
+
+fly_rc fly_pages_open_like(fly_db *db, fly_table table, int64_t owner, const fly_pages *like,
+                           size_t cache_bytes, fly_pages **pp, fly_err *err)
+{
+  *pp = NULL;
+  if( like->table != table || like->owner != owner )
+    return fly_fail(err, FLY_MISUSE, "pages: %s %lld opened like %s",
+                    table == FLY_TABLE_DATA ? "data set" : "bound set", (long long)owner,
+                    like->name);
+  return open_pages(db, table, owner, like, cache_bytes, pp, err);
 }
 
 void fly_pages_close(fly_pages *p)

@@ -50,6 +50,18 @@ fly_rc fly_pages_open(fly_db *db, fly_table table, int64_t owner,
                       size_t cache_bytes, fly_pages **pp, fly_err *err);
 void   fly_pages_close(fly_pages *p);                   /* NULL: no-op */
 
+/* fly_pages_open of the table that `like` has open (FLY_MISUSE if it has
+ * another), on db (another connection to the same file, for another
+ * thread), with like's shape and page map copied instead of read: the threads and chains of one command open one data set and one
+ * bound set many times, and each map is a query over every page.  Valid
+ * because a complete data set's and a ready bound set's pages never
+ * change; every page read still verifies its checksum, so a table replaced
+ * meanwhile fails FLY_CORRUPT, as with a handle opened before the change.
+ * like must stay open during the call only.  FLY_MISUSE if db is not a
+ * connection to like's file. */
+fly_rc fly_pages_open_like(fly_db *db, fly_table table, int64_t owner, const fly_pages *like,
+                           size_t cache_bytes, fly_pages **pp, fly_err *err);
+
 const fly_pages_info *fly_pages_info_of(const fly_pages *p);
 
 /* Decode page page_no into out (page_rows*width doubles), bypassing the

@@ -4,7 +4,8 @@
  * the last partial page, many pages so the radix sort takes two passes),
  * FLY_RANGE, the LRU bound and its statistics, a handle held across
  * calls (one read transaction, WAL checkpoints), bound_page tables, and
- * corruption made through SQL (flipped payload byte, truncated LZ4 and raw
+ * a handle opened like another (fly_pages_open_like), corruption made
+ * through SQL (flipped payload byte, truncated LZ4 and raw
  * payloads with a recomputed checksum, payload of the wrong size, wrong
  * raw_bytes, missing pages, wrong n_pages), each reported as FLY_CORRUPT
  * naming the page.
@@ -574,6 +575,71 @@ done:
   fly_db_close(db);
 }
 
+/* fly_pages_open_like: the map copied to a handle on another connection
+ * reads the same rows as a handle that read its own; another table or
+ * owner, or a connection to another file, is FLY_MISUSE; and a page
+ * changed after the copy is still caught by its checksum. */
+static void test_open_like(void)
+{
+  enum { N = 3000, W = 3, P = 7 };
+  fly_db *db = fresh_db(), *rd = NULL, *other = NULL;
+  fly_err err = {0};
+  fly_pages *p = NULL, *q = NULL, *r = NULL;
+  double *a = malloc(N * W * sizeof *a), *b = malloc(N * W * sizeof *b);
+  int64_t *ids = malloc(N * sizeof *ids);
+  char opath[300];
+  fly_rc rc;
+
+  TAP_OK(make_dataset(db, 1, 0, N, W, P, FLY_PREC_F64) &&
+         make_dataset(db, 2, 1, N, W, P, FLY_PREC_F64), "two data sets");
+  rc = fly_pages_open(db, FLY_TABLE_DATA, 1, 0, &p, &err);
+  if( rc == FLY_OK ) rc = fly_db_open(path, FLY_DB_READONLY, &rd, &err);
+  if( rc == FLY_OK ) rc = fly_pages_open_like(rd, FLY_TABLE_DATA, 1, p, 4 * P * W * 8, &q, &err);
+  TAP_OK(rc == FLY_OK, "open like a handle of another connection (%s)", rc ? err.msg : "ok");
+  if( rc == FLY_OK ){
+    const fly_pages_info *x = fly_pages_info_of(p), *y = fly_pages_info_of(q);
+    TAP_OK(x->n_rows == y->n_rows && x->width == y->width && x->page_rows == y->page_rows
+           && x->n_pages == y->n_pages && x->prec == y->prec, "same shape");
+    for(int64_t i = 0; i < N; i++) ids[i] = (int64_t)(mix((uint64_t)i + 5) % N);
+    int ok = fly_pages_read_rows(p, ids, N, a, &err) == FLY_OK
+          && fly_pages_read_rows(q, ids, N, b, &err) == FLY_OK
+          && memcmp(a, b, N * W * sizeof *a) == 0 && rows_equal(b, ids, N, W, 0, FLY_PREC_F64);
+    TAP_OK(ok, "3000 random rows equal the written ones and the first handle's (%s)",
+           ok ? "ok" : err.msg);
+  }
+  rc = fly_pages_open_like(rd, FLY_TABLE_DATA, 2, p, 0, &r, &err);
+  TAP_OK(rc == FLY_MISUSE && r == NULL, "another data set: FLY_MISUSE (%s)", err.msg);
+  rc = fly_pages_open_like(rd, FLY_TABLE_BOUND, 1, p, 0, &r, &err);
+  TAP_OK(rc == FLY_MISUSE && r == NULL, "another table: FLY_MISUSE (%s)", err.msg);
+  snprintf(opath, sizeof opath, "%s.other", path);
+  unlink(opath);
+  rc = fly_db_open(opath, FLY_DB_CREATE, &other, &err);
+  if( rc == FLY_OK ) rc = fly_pages_open_like(other, FLY_TABLE_DATA, 1, p, 0, &r, &err);
+  TAP_OK(rc == FLY_MISUSE && r == NULL, "a connection to another file: FLY_MISUSE (%s)",
+         err.msg);
+  /* a page rewritten after the map was copied: its checksum no longer holds */
+  fly_pages_close(q);
+  q = NULL;
+  flip_byte(db, "page", "dataset_id", 1, 3, 9);
+  rc = fly_pages_open_like(rd, FLY_TABLE_DATA, 1, p, 0, &q, &err);
+  if( rc == FLY_OK ){
+    size_t n = 0;
+    rc = fly_pages_read_page(q, 3, a, &n, &err);
+  }
+  TAP_OK(rc == FLY_CORRUPT && strstr(err.msg, "page 3"), "a page changed since: "
+         "FLY_CORRUPT naming it (%s)", err.msg);
+  fly_pages_close(r);
+  fly_pages_close(q);
+  fly_pages_close(p);
+  fly_db_close(other);
+  unlink(opath);
+  fly_db_close(rd);
+  fly_db_close(db);
+  free(a);
+  free(b);
+  free(ids);
+}
+
 static void test_corruption(void)
 {
   enum { N = 1000, W = 3, P = 64 };
@@ -835,6 +901,7 @@ int main(void)
   test_lru();
   test_read_past();
   test_hold();
+  test_open_like();
   test_corruption();
   test_bound();
   test_writer_errors();
