@@ -29,10 +29,13 @@
  * codes placed there (fly_sketch_init_placed); with L NULL there is no
  * sketch and *s is zeroed.  X: all rows of ds in memory (row r's values
  * at X + r width, as the pages decode them), which the sketches are then
- * encoded from; NULL: they decode the data pages.  On failure b and s are
- * freed. */
-fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_model *m,
-                       const double *L, const double *X, int threads, fly_buckets *b,
-                       fly_sketch *s, fly_err *err);
+ * encoded from; NULL: they decode the data pages.  bmap, dmap: open
+ * handles (on any connection to the file) on bound set bs's and data set
+ * ds's pages, whose maps the index's handles copy (fly_pages_open_like),
+ * or NULL to read them.  On failure b and s are freed. */
+fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pages *bmap,
+                       const fly_pages *dmap, const fly_model *m, const double *L,
+                       const double *X, int threads, fly_buckets *b, fly_sketch *s,
+                       fly_err *err);
 
 #endif

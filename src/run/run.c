@@ -503,6 +503,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   fly_tune_opts to;
   fly_tune_opts_default(&to);
   to.X = Xall;
+  to.data_map = dmap;
   to.tuning = c->bounds_fixed ? "fixed" : "map";
   to.fixed_xi = c->fixed_xi;
   to.verbose = c->verbose;
@@ -518,8 +519,9 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     double ti = now();
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int nt = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (int)ncpu;
-    if( (rc = fly_index_build(db_path, ds, bs, &m, c->sketch ? bd->chol_key : NULL, Xall, nt,
-                              &bk, &sk, err)) ) goto done;
+    if( (rc = fly_index_build(db_path, ds, bs, bmap, dmap, &m,
+                              c->sketch ? bd->chol_key : NULL, Xall, nt, &bk, &sk, err)) )
+      goto done;
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
         c->sketch ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
   }

@@ -702,6 +702,7 @@ typedef struct build {
   double      g_tol;
   int         full_lbfgs;   /* no subsample start (fly_tune_opts) */
   const double *X;          /* all rows in memory, or NULL (fly_tune_opts) */
+  const fly_pages *data_map; /* (fly_tune_opts) */
   const fly_tune_given *given;  /* NULL: search the MAP and H here */
 } build;
 
@@ -1098,8 +1099,9 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
     /* the step lands within about lam2^2 (quadratic convergence), or
      * within lam2^3 / lam2_prev^2 by the contraction of the last step */
     int last = lam2 <= TUNE_NEWTON_LAST
-               || (lam2 < lam2_prev && isfinite(lam2_prev) && TUNE_NEWTON_MARGIN * lam2 * lam2 * lam2
-                                       <= TUNE_NEWTON_LAST * lam2_prev * lam2_prev);
+               || (lam2 < lam2_prev && isfinite(lam2_prev)
+                   && TUNE_NEWTON_MARGIN * lam2 * lam2 * lam2
+                      <= TUNE_NEWTON_LAST * lam2_prev * lam2_prev);
     lam2_prev = lam2;
     if( 0.5 * lam2 <= fmax(TUNE_NEWTON_TOL, TUNE_DEC_TOL * fabs(f)) ){
       *found = 1;   /* H is at th */
@@ -1159,7 +1161,9 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
                     "a D x D metric, which %zu parameters over %zu features "
                     "do not give; use fixed tuning", m->type->name, P, m->D);
   }
-  if( (rc = fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &sc.pg, err)) )
+  if( (rc = bd->data_map ? fly_pages_open_like(db, FLY_TABLE_DATA, ds, bd->data_map, 0,
+                                                &sc.pg, err)
+                         : fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &sc.pg, err)) )
     return rc;
   const fly_pages_info *in = fly_pages_info_of(sc.pg);
   sc.P = P;
@@ -1424,6 +1428,7 @@ fly_rc fly_tune_get(fly_db *db, int64_t dataset_id, const fly_model *m,
   bd.given = o->given;
   bd.full_lbfgs = o->full_lbfgs;
   bd.X = o->X;
+  bd.data_map = o->data_map;
 
   if( (rc = find_set(db, dataset_id, m->type->name, mopts, tuning, &id,
                      &ready, err)) ) return rc;

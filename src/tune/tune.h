@@ -29,6 +29,7 @@
 
 #include "models/model.h"
 #include "store/db.h"
+#include "store/pages.h"
 #include "util/err.h"
 
 /* A MAP found elsewhere (for one shard of a data set: the MAP of all the
@@ -60,6 +61,9 @@ typedef struct fly_tune_opts {
                              width, as the pages decode them), which the
                              scans read instead (the same values, so the
                              same bound set); borrowed for the call */
+  const fly_pages *data_map; /* NULL (default), or an open handle on the
+                             data set's pages whose map the scans' handle
+                             copies (fly_pages_open_like); borrowed */
   const fly_tune_given *given; /* NULL (default): search the MAP; else
                              build at this MAP and H without scanning for
                              them (MAP tuning: xi and keys at it) */
