@@ -8,12 +8,12 @@
  */
 #include "flymc/index.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #include "store/db.h"
 #include "store/pages.h"
 #include "util/mem.h"
+#include "util/par.h"
 
 #define MAX_THREADS 16
 
@@ -78,12 +78,11 @@ static void *work(void *arg)
 /* One phase on nt workers; the first failure's code and message. */
 static fly_rc phase(worker *w, int nt, int ph, fly_err *err)
 {
-  pthread_t th[MAX_THREADS];
-  int started[MAX_THREADS] = {0};
+  fly_par par[MAX_THREADS];
   for(int t = 0; t < nt; t++){ w[t].phase = ph; w[t].rc = FLY_OK; }
-  for(int t = 1; t < nt; t++) started[t] = pthread_create(&th[t], NULL, work, &w[t]) == 0;
+  for(int t = 1; t < nt; t++) fly_par_start(&par[t], work, &w[t]);
   work(&w[0]);
-  for(int t = 1; t < nt; t++) if( started[t] ) pthread_join(th[t], NULL);
+  for(int t = 1; t < nt; t++) fly_par_join(&par[t]);
   for(int t = 0; t < nt; t++)
     if( w[t].rc ){
       *err = w[t].err;

@@ -10,12 +10,12 @@
 #include "run/choose.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "stats/stats.h"
 #include "util/mem.h"
+#include "util/par.h"
 
 static int64_t clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
@@ -96,8 +96,7 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters,
   const int64_t W = clamp(run_iters / 4, 0, FLY_CHOOSE_WARMUP);
   const size_t S = (size_t)clamp(run_iters / 2, FLY_CHOOSE_MIN, FLY_CHOOSE_ITERS);
   pilot_job jobs[2];
-  pthread_t th;
-  int threaded = 0;
+  fly_par par;
   fly_rc rc = FLY_OK;
 
   memset(ch, 0, sizeof *ch);
@@ -122,10 +121,9 @@ fly_rc fly_run_choose(const fly_chain_cfg *cc, uint64_t seed, int64_t run_iters,
   /* The pilots are independent chains (each its own RNG, reading the
    * shared index and bounds only): the NUTS one runs on a thread of its
    * own beside the MH one, with the same draws as one after the other. */
-  threaded = pthread_create(&th, NULL, pilot_thread, &jobs[1]) == 0;
+  fly_par_start(&par, pilot_thread, &jobs[1]);
   pilot_thread(&jobs[0]);
-  if( threaded ) pthread_join(th, NULL);
-  else pilot_thread(&jobs[1]);
+  fly_par_join(&par);
   for(int k = 0; k < 2; k++)
     if( jobs[k].rc ){
       rc = jobs[k].rc;

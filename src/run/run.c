@@ -43,6 +43,7 @@
 #include "shard/shard_sample.h"
 #include "tune/tune.h"
 #include "util/mem.h"
+#include "util/par.h"
 
 #ifndef FLYDB_VERSION
 #define FLYDB_VERSION "unknown"
@@ -234,8 +235,7 @@ static fly_rc load_all(const char *db_path, const fly_pages *dmap, int64_t ds,
 {
   fly_rc rc = FLY_OK;
   load_part part[2];
-  pthread_t th;
-  int started = 0;
+  fly_par par;
   *out = NULL;
   if( !fits_memory(sh) ) return FLY_OK;
   double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
@@ -245,10 +245,9 @@ static fly_rc load_all(const char *db_path, const fly_pages *dmap, int64_t ds,
     part[i] = (load_part){ db_path, dmap, ds, i ? n_pages / 2 : 0, i ? n_pages : n_pages / 2,
                            sh->width, X, FLY_OK, {0} };
   }
-  started = n_pages > 1 && pthread_create(&th, NULL, load_pages, &part[1]) == 0;
+  fly_par_start(&par, load_pages, &part[1]);
   load_pages(&part[0]);
-  if( started ) pthread_join(th, NULL);
-  else load_pages(&part[1]);
+  fly_par_join(&par);
   for(int i = 0; i < 2; i++)
     if( part[i].rc ){
       rc = part[i].rc;

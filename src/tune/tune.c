@@ -79,7 +79,6 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +90,7 @@
 #include "store/pagewriter.h"
 #include "tune/lbfgs.h"
 #include "util/mem.h"
+#include "util/par.h"
 
 #define TUNE_MAX_ITER 500
 #define TUNE_G_TOL    1e-9
@@ -419,8 +419,8 @@ static fly_rc derivs(scan *sc, const double *th, double *f, double *g,
   double ll = 0, lp = 0;
   fly_rc rc;
   half h;
-  pthread_t t;
-  int split = sc->split && sc->stride == 1 && sc->n_pages >= 2, started = 0;
+  fly_par par;
+  int split = sc->split && sc->stride == 1 && sc->n_pages >= 2;
   int64_t mid = split ? sc->n_pages / 2 : sc->n_pages;
 
   if( f ){
@@ -434,14 +434,13 @@ static fly_rc derivs(scan *sc, const double *th, double *f, double *g,
                 FLY_OK, {0} };
     if( h.g ) memset(h.g, 0, sc->P * sizeof *h.g);
     if( h.H ) memset(h.H, 0, sc->P * sc->P * sizeof *h.H);
-    started = pthread_create(&t, NULL, half_run, &h) == 0;
+    fly_par_start(&par, half_run, &h);
   }
   int began = fly_db_read_begin(sc->db);
   rc = derivs_range(sc, th, 0, mid, sc->logL, sc->work, &ll, f ? g : NULL, H, err);
   fly_db_read_end(sc->db, began);
   if( split ){
-    if( started ) pthread_join(t, NULL);
-    else half_run(&h);
+    fly_par_join(&par);
     if( rc == FLY_OK && h.rc ){ rc = h.rc; *err = h.err; }
     if( rc == FLY_OK ){
       ll += h.ll;
@@ -893,8 +892,8 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
   fly_pagewriter *w = NULL;
   bwork bw;
   bhalf hf[2];
-  pthread_t t;
-  int started = 0, split = sc->split && sc->n_pages >= 2;
+  fly_par par;
+  int split = sc->split && sc->n_pages >= 2;
   fly_rc rc;
   size_t n;
 
@@ -941,11 +940,9 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
         if( h->g ) memset(h->g, 0, sc->P * sizeof *h->g);
       }
     }
-    started = pthread_create(&t, NULL, bhalf_run, &hf[1]) == 0;
+    fly_par_start(&par, bhalf_run, &hf[1]);
     bhalf_run(&hf[0]);
-    if( started ) pthread_join(t, NULL);
-    else bhalf_run(&hf[1]);
-    started = 0;
+    fly_par_join(&par);
     for(int i = 0; i < 2 && rc == FLY_OK; i++)
       if( hf[i].rc ){ rc = hf[i].rc; *err = hf[i].err; }
     if( rc ) goto done;
