@@ -57,7 +57,9 @@ void   fly_pages_close(fly_pages *p);                   /* NULL: no-op */
  * because a complete data set's and a ready bound set's pages never
  * change; every page read still verifies its checksum, so a table replaced
  * meanwhile fails FLY_CORRUPT, as with a handle opened before the change.
- * like must stay open during the call only.  FLY_MISUSE if db is not a
+ * Only like's shape and map are read, which nothing changes after its
+ * open, so threads may copy one handle at once, even while its own thread
+ * reads through it; like must stay open during the call only.  FLY_MISUSE if db is not a
  * connection to like's file. */
 fly_rc fly_pages_open_like(fly_db *db, fly_table table, int64_t owner, const fly_pages *like,
                            size_t cache_bytes, fly_pages **pp, fly_err *err);
