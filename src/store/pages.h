@@ -52,15 +52,16 @@ void   fly_pages_close(fly_pages *p);                   /* NULL: no-op */
 
 /* fly_pages_open of the table that `like` has open (FLY_MISUSE if it has
  * another), on db (another connection to the same file, for another
- * thread), with like's shape and page map copied instead of read: the threads and chains of one command open one data set and one
- * bound set many times, and each map is a query over every page.  Valid
- * because a complete data set's and a ready bound set's pages never
- * change; every page read still verifies its checksum, so a table replaced
- * meanwhile fails FLY_CORRUPT, as with a handle opened before the change.
- * Only like's shape and map are read, which nothing changes after its
- * open, so threads may copy one handle at once, even while its own thread
- * reads through it; like must stay open during the call only.  FLY_MISUSE if db is not a
- * connection to like's file. */
+ * thread; FLY_MISUSE if another file), with like's shape and page map
+ * copied instead of read: the threads and chains of one command open one
+ * data set and one bound set many times, and each map is a query over
+ * every page.  Valid because a complete data set's and a ready bound
+ * set's pages never change; every page read still verifies its checksum,
+ * so a table replaced meanwhile fails FLY_CORRUPT, as with a handle opened
+ * before the change.  Only like's shape and map are read, which nothing
+ * changes after its open, so threads may copy one handle at once, even
+ * while its own thread reads through it; like must stay open during the
+ * call only. */
 fly_rc fly_pages_open_like(fly_db *db, fly_table table, int64_t owner, const fly_pages *like,
                            size_t cache_bytes, fly_pages **pp, fly_err *err);
 
