@@ -112,12 +112,8 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pa
   memset(ws, 0, sizeof ws);
   /* the shapes: chunks of whole data pages when there are sketches */
   rc = fly_db_open(db_path, FLY_DB_READONLY, &db, err);
-  if( rc == FLY_OK )
-    rc = bmap ? fly_pages_open_like(db, FLY_TABLE_BOUND, bs, bmap, 0, &bp, err)
-              : fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bp, err);
-  if( rc == FLY_OK && L )
-    rc = dmap ? fly_pages_open_like(db, FLY_TABLE_DATA, ds, dmap, 0, &dp, err)
-              : fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &dp, err);
+  if( rc == FLY_OK ) rc = fly_pages_open_like(db, FLY_TABLE_BOUND, bs, bmap, 0, &bp, err);
+  if( rc == FLY_OK && L ) rc = fly_pages_open_like(db, FLY_TABLE_DATA, ds, dmap, 0, &dp, err);
   if( rc == FLY_OK ){
     const fly_pages_info *bi = fly_pages_info_of(bp), *di = dp ? fly_pages_info_of(dp) : NULL;
     int64_t unit = di ? di->page_rows : bi->page_rows;

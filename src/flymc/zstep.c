@@ -42,10 +42,8 @@ const fly_zstep_type *const fly_zstep_types[] = {
 
 fly_rc fly_zstep_open_data(fly_chain *c, size_t share, fly_err *err)
 {
-  fly_rc rc = c->cfg->data_map
-    ? fly_pages_open_like(c->db, FLY_TABLE_DATA, c->cfg->dataset_id, c->cfg->data_map,
-                          share, &c->data, err)
-    : fly_pages_open(c->db, FLY_TABLE_DATA, c->cfg->dataset_id, share, &c->data, err);
+  fly_rc rc = fly_pages_open_like(c->db, FLY_TABLE_DATA, c->cfg->dataset_id,
+                                  c->cfg->data_map, share, &c->data, err);
   if( rc ) return rc;
   fly_pages_set_prof(c->data, &c->prof);
   fly_pages_hold(c->data, 1);     /* released by fly_chain_release */
@@ -55,10 +53,8 @@ fly_rc fly_zstep_open_data(fly_chain *c, size_t share, fly_err *err)
 fly_rc fly_zstep_open_bright(fly_chain *c, size_t share, fly_err *err)
 {
   const fly_chain_cfg *cfg = c->cfg;
-  fly_rc rc = cfg->bound_map
-    ? fly_pages_open_like(c->db, FLY_TABLE_BOUND, cfg->bounds->id, cfg->bound_map, share,
-                          &c->bnd, err)
-    : fly_pages_open(c->db, FLY_TABLE_BOUND, cfg->bounds->id, share, &c->bnd, err);
+  fly_rc rc = fly_pages_open_like(c->db, FLY_TABLE_BOUND, cfg->bounds->id, cfg->bound_map,
+                                  share, &c->bnd, err);
   if( rc ) return rc;
   fly_pages_set_prof(c->bnd, &c->prof);
   fly_pages_hold(c->bnd, 1);

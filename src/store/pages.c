@@ -304,10 +304,6 @@ static fly_rc open_pages(fly_db *db, fly_table table, int64_t owner, const fly_p
   *pp = NULL;
   if( table != FLY_TABLE_DATA && table != FLY_TABLE_BOUND )
     return fly_fail(err, FLY_MISUSE, "pages: unknown table %d", (int)table);
-  if( like && strcmp(sqlite3_db_filename(fly_db_sqlite(db), "main"),
-                     sqlite3_db_filename(like->h, "main")) != 0 )
-    return fly_fail(err, FLY_MISUSE, "pages: %s of %s opened like a handle on %s",
-                    like->name, fly_db_path(db), fly_db_path(like->db));
   p = fly_alloc_array(1, sizeof *p);
   if( !p ) return fly_fail(err, FLY_NOMEM, "opening pages of %lld",
                            (long long)owner);
@@ -390,10 +386,14 @@ fly_rc fly_pages_open_like(fly_db *db, fly_table table, int64_t owner, const fly
                            size_t cache_bytes, fly_pages **pp, fly_err *err)
 {
   *pp = NULL;
-  if( like->table != table || like->owner != owner )
+  if( like && (like->table != table || like->owner != owner) )
     return fly_fail(err, FLY_MISUSE, "pages: %s %lld opened like %s",
                     table == FLY_TABLE_DATA ? "data set" : "bound set", (long long)owner,
                     like->name);
+  if( like && strcmp(sqlite3_db_filename(fly_db_sqlite(db), "main"),
+                     sqlite3_db_filename(like->h, "main")) != 0 )
+    return fly_fail(err, FLY_MISUSE, "pages: %s of %s opened like a handle on %s",
+                    like->name, fly_db_path(db), fly_db_path(like->db));
   return open_pages(db, table, owner, like, cache_bytes, pp, err);
 }
 

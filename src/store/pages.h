@@ -61,7 +61,7 @@ void   fly_pages_close(fly_pages *p);                   /* NULL: no-op */
  * before the change.  Only like's shape and map are read, which nothing
  * changes after its open, so threads may copy one handle at once, even
  * while its own thread reads through it; like must stay open during the
- * call only. */
+ * call only.  like NULL: fly_pages_open (the map is read). */
 fly_rc fly_pages_open_like(fly_db *db, fly_table table, int64_t owner, const fly_pages *like,
                            size_t cache_bytes, fly_pages **pp, fly_err *err);
 

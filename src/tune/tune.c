@@ -1158,9 +1158,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
                     "a D x D metric, which %zu parameters over %zu features "
                     "do not give; use fixed tuning", m->type->name, P, m->D);
   }
-  if( (rc = bd->data_map ? fly_pages_open_like(db, FLY_TABLE_DATA, ds, bd->data_map, 0,
-                                                &sc.pg, err)
-                         : fly_pages_open(db, FLY_TABLE_DATA, ds, 0, &sc.pg, err)) )
+  if( (rc = fly_pages_open_like(db, FLY_TABLE_DATA, ds, bd->data_map, 0, &sc.pg, err)) )
     return rc;
   const fly_pages_info *in = fly_pages_info_of(sc.pg);
   sc.P = P;

@@ -607,6 +607,11 @@ static void test_open_like(void)
     TAP_OK(ok, "3000 random rows equal the written ones and the first handle's (%s)",
            ok ? "ok" : err.msg);
   }
+  rc = fly_pages_open_like(rd, FLY_TABLE_DATA, 2, NULL, 0, &r, &err);
+  TAP_OK(rc == FLY_OK && fly_pages_info_of(r)->n_rows == N,
+         "like NULL: the map read, as fly_pages_open (%s)", rc ? err.msg : "ok");
+  fly_pages_close(r);
+  r = NULL;
   rc = fly_pages_open_like(rd, FLY_TABLE_DATA, 2, p, 0, &r, &err);
   TAP_OK(rc == FLY_MISUSE && r == NULL, "another data set: FLY_MISUSE (%s)", err.msg);
   rc = fly_pages_open_like(rd, FLY_TABLE_BOUND, 1, p, 0, &r, &err);
