@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util/blas.h"
 
 #ifndef FLYDB_VERSION
 #define FLYDB_VERSION "unknown"
@@ -46,6 +47,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+  /* before any thread of ours starts: OpenBLAS's pool would poll on
+   * their cores (util/blas.h) */
+  fly_blas_serial();
   if( argc < 2 ){ usage(stderr); return 2; }
   if( !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help") ){
     usage(stdout);

@@ -39,12 +39,10 @@
 #include "store/codec.h"
 #include "store/dataset.h"
 #include "store/run.h"
+#include "util/blas.h"
 #include "util/mem.h"
 #include "util/vmath.h"
 
-/* OpenBLAS's thread count, declared as run/run.c declares it: one thread,
- * as for the chains (the blocks are small; threads would spin). */
-void openblas_set_num_threads(int);
 
 #define BLOCK_VALUES ((size_t)1 << 19)   /* eta doubles per block, at most */
 #define BLOCK_ROWS   512
@@ -484,7 +482,7 @@ fly_rc fly_predict_run(fly_db *db, int64_t run_id, const char *path, FILE *out,
   if( !(o->level > 0 && o->level < 1) )
     return fly_fail(err, FLY_MISUSE, "--level must be in (0, 1), not %g", o->level);
 
-  openblas_set_num_threads(1);
+  fly_blas_serial();
   int began = fly_db_read_begin(db);
   rc = fly_posterior_load(db, run_id, o->max_draws, 1, "predict", &p, err);
   if( !rc ) rc = layout_open(db, p.run_id, p.ds, p.m.D, &L, err);

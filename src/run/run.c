@@ -43,13 +43,12 @@
 #include "shard/shard_sample.h"
 #include "tune/tune.h"
 #include "util/mem.h"
+#include "util/blas.h"
 #include "util/par.h"
 
 #ifndef FLYDB_VERSION
 #define FLYDB_VERSION "unknown"
 #endif
-
-void openblas_set_num_threads(int);
 
 /* Iterations between the ends of a chain's read transaction (see
  * fly_chain_release): often enough that the WAL can be checkpointed while
@@ -465,7 +464,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   }
   res->seed = c->seed;
   res->cache_mb = c->cache_mb;
-  openblas_set_num_threads(1);
+  fly_blas_serial();
   if( (rc = fly_db_open(db_path, 0, &db, err)) ) goto done;
   if( !ds ){   /* a new run: the data set its model reads (a resume has it) */
     int u = 0;

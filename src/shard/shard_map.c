@@ -25,6 +25,7 @@
 #include "store/pages.h"
 #include "tune/lbfgs.h"
 #include "tune/tune.h"
+#include "util/blas.h"
 #include "util/mem.h"
 
 /* The L-BFGS settings of tune/tune.c, so a sharded MAP stops where an
@@ -34,8 +35,6 @@
 #define MAP_G_TOL    1e-9
 #define MAP_F_TOL    1e-14
 #define MAP_DEC_TOL  1e-15
-
-void openblas_set_num_threads(int);
 
 typedef struct own {                /* a shard this rank reads */
   fly_db    *db;
@@ -288,7 +287,7 @@ fly_rc fly_shard_map_run(const char *manifest_path, const fly_model_spec *s,
   /* OpenBLAS's results (the Laplace covariance's dpotri) depend on its
    * thread count, which mpirun's core binding changes: one everywhere, so
    * every shard's bound set holds the same bits on any rank */
-  openblas_set_num_threads(1);
+  fly_blas_serial();
   rc = fly_shard_verify(manifest_path, 0, collect, &ps, &n_rows, err);
   if( rc == FLY_OK && ps.nomem ) rc = fly_fail(err, FLY_NOMEM, "shard paths");
   if( rc ) goto setup;

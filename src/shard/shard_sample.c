@@ -43,13 +43,12 @@
 #include "store/run.h"
 #include "store/trace.h"
 #include "tune/tune.h"
+#include "util/blas.h"
 #include "util/mem.h"
 
 #ifndef FLYDB_VERSION
 #define FLYDB_VERSION "unknown"
 #endif
-
-void openblas_set_num_threads(int);
 
 #define OTHER "another rank failed (its message is above)"
 
@@ -716,7 +715,7 @@ fly_rc fly_shard_sample(const char *manifest_path, fly_run_cfg *c, int64_t resum
   res->seed = c->seed;
   res->cache_mb = c->cache_mb;
   /* OpenBLAS's results depend on its thread count: one everywhere */
-  openblas_set_num_threads(1);
+  fly_blas_serial();
   if( (rc = fly_comm_open(&j.c, err)) ) return rc;
   /* rank 0 was perhaps killed in a commit: its read-write open recovers
    * the manifest before any rank reads it read-only */
