@@ -186,12 +186,18 @@ static int fits_memory(const fly_dataset *sh)
   return !(pages > 0 && psz > 0 && bytes > 0.4 * (double)pages * (double)psz);
 }
 
-/* Pages lo..hi-1 of data set ds decoded into their place in X, on a
- * connection of its own (a thread's part of load_all). */
+/* Pages of data set ds decoded into their place in X, on a connection of
+ * its own (a thread's part of load_all).  The part first prefaults rows
+ * lo..hi-1's memory, then takes LOAD_BLOCK pages at a time from the
+ * shared counter until none are left, so a thread held up elsewhere does
+ * not leave the other waiting on its fixed half. */
+#define LOAD_BLOCK 32
 typedef struct load_part {
   const char *path;
   const fly_pages *map;      /* the caller's handle: the map to copy */
   int64_t     ds, lo, hi, width;
+  int64_t    *next;          /* shared: the next block of pages to decode */
+  int        *failed;        /* shared: a part failed; the others stop */
   double     *X;
   fly_rc      rc;
   fly_err     err;
@@ -207,17 +213,24 @@ static void *load_pages(void *arg)
   if( rc == FLY_OK ) rc = fly_pages_open_like(db, FLY_TABLE_DATA, lp->ds, lp->map, 0, &p, &lp->err);
   if( rc == FLY_OK ){
     const fly_pages_info *in = fly_pages_info_of(p);
+    int64_t r0 = lp->lo * in->page_rows < in->n_rows ? lp->lo * in->page_rows : in->n_rows;
     int64_t r1 = lp->hi * in->page_rows < in->n_rows ? lp->hi * in->page_rows : in->n_rows;
-    fly_mem_prefault(lp->X + (size_t)(lp->lo * in->page_rows * lp->width),
-                     (size_t)((r1 - lp->lo * in->page_rows) * lp->width) * sizeof(double));
+    fly_mem_prefault(lp->X + (size_t)(r0 * lp->width), (size_t)((r1 - r0) * lp->width) *
+                     sizeof(double));
     began = fly_db_read_begin(db);
   }
-  for(int64_t pg = lp->lo; rc == FLY_OK && pg < lp->hi; pg++){
+  while( rc == FLY_OK && !__atomic_load_n(lp->failed, __ATOMIC_RELAXED) ){
     const fly_pages_info *in = fly_pages_info_of(p);
-    size_t n;
-    rc = fly_pages_read_page(p, pg, lp->X + (size_t)(pg * in->page_rows * lp->width), &n,
-                             &lp->err);
+    int64_t pg = __atomic_fetch_add(lp->next, LOAD_BLOCK, __ATOMIC_RELAXED);
+    int64_t end = pg + LOAD_BLOCK < in->n_pages ? pg + LOAD_BLOCK : in->n_pages;
+    for(; rc == FLY_OK && pg < end; pg++){
+      size_t n;
+      rc = fly_pages_read_page(p, pg, lp->X + (size_t)(pg * in->page_rows * lp->width), &n,
+                               &lp->err);
+    }
+    if( end == in->n_pages ) break;
   }
+  if( rc ) __atomic_store_n(lp->failed, 1, __ATOMIC_RELAXED);
   if( db ) fly_db_read_end(db, began);
   fly_pages_close(p);
   fly_db_close(db);
@@ -226,15 +239,17 @@ static void *load_pages(void *arg)
 }
 
 /* All rows in one block, when they fit (fits_memory); *out NULL (stream
- * the pages instead) when they do not.  Two threads decode a half of the
- * pages each (the values do not depend on who decodes them), each on a
- * connection of its own with the map of dmap (the data set's pages). */
+ * the pages instead) when they do not.  Two threads decode the pages
+ * (the values do not depend on who decodes them), each on a connection
+ * of its own with the map of dmap (the data set's pages). */
 static fly_rc load_all(const char *db_path, const fly_pages *dmap, int64_t ds,
                        const fly_dataset *sh, double **out, fly_err *err)
 {
   fly_rc rc = FLY_OK;
   load_part part[2];
   fly_par par;
+  int64_t next = 0;
+  int failed = 0;
   *out = NULL;
   if( !fits_memory(sh) ) return FLY_OK;
   double *X = fly_alloc_array((size_t)sh->n_rows, (size_t)sh->width * sizeof(double));
@@ -242,7 +257,7 @@ static fly_rc load_all(const char *db_path, const fly_pages *dmap, int64_t ds,
   int64_t n_pages = fly_pages_info_of(dmap)->n_pages;
   for(int i = 0; i < 2; i++){
     part[i] = (load_part){ db_path, dmap, ds, i ? n_pages / 2 : 0, i ? n_pages : n_pages / 2,
-                           sh->width, X, FLY_OK, {0} };
+                           sh->width, &next, &failed, X, FLY_OK, {0} };
   }
   fly_par_start(&par, load_pages, &part[1]);
   load_pages(&part[0]);
