@@ -57,20 +57,27 @@
  * meantime.  Any failure or a kill rolls everything back: a bound set is
  * either absent or complete and 'ready'.
  *
- * Two threads.  With the rows in memory, once the Newton steps run (tall
- * data), each full scan splits the pages in two fixed halves: a second
- * thread scans the second half into sums of its own, which are added to
- * the first half's after both end.  The split depends on the number of
- * pages alone, so the same data give the same bits however the threads
- * are scheduled (derivs, write_bounds).  In (c) each thread also encodes
- * its half's bound pages (fly_pagewriter_encode) and the calling thread
- * inserts them in page order: the same pages as one thread writes.  Short
- * data, streamed pages and the full L-BFGS stay on one thread.
+ * Two threads.  With the rows in memory, the scans of tall data (the
+ * subsample search, the Newton steps, (c)) run in parts: TUNE_PARTS
+ * ranges of consecutive pages (fewer where P x P sums a part would take
+ * much memory), which two threads take one at a time (util/par.h:
+ * fly_par_run), each part summing into sums of its own; the calling
+ * thread adds the parts' sums in part order.  The parts depend on the
+ * number of pages alone, so the same data give the same bits however the
+ * threads are scheduled (derivs, write_bounds), and neither thread waits
+ * on a fixed half the other has not finished.  In (c) each part also
+ * encodes its bound pages (fly_pagewriter_encode), and the calling thread
+ * inserts each finished part's pages in page order between its own
+ * parts: the same pages as one thread writes, the inserts overlapping the
+ * other thread's parts.  Short data, streamed pages and the full L-BFGS
+ * stay on one thread.
  *
  * Memory: one page of rows, a few page_rows-long vectors, the model's work
- * (type->work_len(m, page_rows)), O(P^2) matrices, the L-BFGS workspace;
- * nothing proportional to N, but for the encoded bound pages of a split
- * (c), about the size of the bound set, whose rows are in memory anyway.  Cost: (evaluations + 2) scans of N D work,
+ * (type->work_len(m, page_rows)), O(P^2) matrices (a split scan's parts:
+ * at most TUNE_PARTS_BYTES of them), the L-BFGS workspace; nothing
+ * proportional to N, but for the encoded bound pages of a split (c),
+ * about the size of the bound set, whose rows are in memory anyway.
+ * Cost: (evaluations + 2) scans of N D work,
  * or with a subsample start its evaluations times N / s, the Newton
  * scans (N D^2 each) and one for the bounds.
  */
@@ -116,6 +123,9 @@
                                       unscanned (file comment, (a)) */
 #define TUNE_NEWTON_MARGIN  10.0   /* a predicted landing decrement must be
                                       this far below TUNE_NEWTON_LAST */
+#define TUNE_PARTS          32     /* parts of a split scan (file comment) */
+#define TUNE_PARTS_BYTES    ((size_t)64 << 20)  /* their sums' memory, at
+                                      most (two parts whatever it takes) */
 
 static double now_seconds(void)
 {
@@ -278,11 +288,17 @@ typedef struct scan {
   int64_t          stride;    /* scan pages 0, stride, 2 stride, ... */
   double           w;         /* weight of each row: rows / rows scanned */
   double          *work;      /* type->work_len(m, page_rows) */
-  double          *logL2, *work2, *g2, *H2;  /* the second half's buffers of a
-                                 split scan (derivs; with Xall) */
-  int              split;     /* full scans in two halves (derivs): set by
-                                 the Newton steps, which the tall data of a
-                                 subsample start take */
+  double          *logL2, *work2;  /* the second thread's logL and work in a
+                                 split scan (with Xall) */
+  int64_t          parts;     /* a split scan's parts (scan_parts), at most */
+  double          *pll, *pgr, *pH;  /* each part's sum of log L, gradient
+                                 (P) and -hess (P x P) in a split derivs */
+  fly_rc          *prc;       /* each part's result and message */
+  fly_err         *perr;
+  int              split;     /* scans in parts on two threads (derivs,
+                                 write_bounds): set, with the rows in
+                                 memory, for the subsample search and the
+                                 Newton steps of tall data */
   int              checked;   /* a full scan has validated every row */
   int              n_scans;
   double           t0;        /* build start, for progress lines */
@@ -386,69 +402,111 @@ static fly_rc derivs_range(scan *sc, const double *th, int64_t lo, int64_t hi,
   return FLY_OK;
 }
 
-/* The second half of a split scan (derivs), on a thread of its own. */
-typedef struct half {
+/* The pages of part i of a split scan's `parts` parts: consecutive units
+ * (blocks of `unit` pages, or single pages of a scan of every unit-th
+ * page), as many to a part as the division gives; the same for the same
+ * data and scan, whoever runs them. */
+static void part_pages(const scan *sc, int64_t unit, int64_t parts, int64_t i,
+                       int64_t *lo, int64_t *hi)
+{
+  const int64_t n_units = (sc->n_pages + unit - 1) / unit;
+  *lo = i * n_units / parts * unit;
+  *hi = (i + 1) * n_units / parts * unit;
+  if( *hi > sc->n_pages ) *hi = sc->n_pages;
+}
+
+/* Parts of a split scan in units of `unit` pages: sc->parts (TUNE_PARTS,
+ * or as few as two where a part's P x P sums take much memory), fewer for
+ * few units. */
+static int64_t scan_parts(const scan *sc, int64_t unit)
+{
+  const int64_t n_units = (sc->n_pages + unit - 1) / unit;
+  int64_t n = n_units < sc->parts ? n_units : sc->parts;
+  return n < 1 ? 1 : n;
+}
+
+/* derivs_range's unit with the rows in memory: a page of a strided scan,
+ * else a block. */
+static int64_t derivs_unit(const scan *sc)
+{
+  return sc->stride > 1 ? sc->stride : sc->block;
+}
+
+/* A split derivs (see derivs): its scan and point; the calling thread's
+ * sums, NULL where not wanted. */
+typedef struct dsum {
   scan         *sc;
   const double *th;
-  int64_t       lo, hi;
-  double        ll;
-  double       *g, *H;     /* zeroed sums of the half, or NULL */
-  fly_rc        rc;
-  fly_err       err;
-} half;
+  double        ll, *g, *H;
+} dsum;
 
-static void *half_run(void *arg)
+static int derivs_part(void *u, int64_t i, int t)
 {
-  half *h = arg;
-  h->rc = derivs_range(h->sc, h->th, h->lo, h->hi, h->sc->logL2, h->sc->work2, &h->ll,
-                       h->g, h->H, &h->err);
-  return NULL;
+  dsum *d = u;
+  scan *sc = d->sc;
+  int64_t lo, hi;
+  part_pages(sc, derivs_unit(sc), scan_parts(sc, derivs_unit(sc)), i, &lo, &hi);
+  double *g = d->g ? sc->pgr + (size_t)i * sc->P : NULL;
+  double *H = d->H ? sc->pH + (size_t)i * sc->P * sc->P : NULL;
+  sc->pll[i] = 0;
+  if( g ) memset(g, 0, sc->P * sizeof *g);
+  if( H ) memset(H, 0, sc->P * sc->P * sizeof *H);
+  sc->prc[i] = derivs_range(sc, d->th, lo, hi, t ? sc->logL2 : sc->logL,
+                            t ? sc->work2 : sc->work, &sc->pll[i], g, H, &sc->perr[i]);
+  return sc->prc[i] != FLY_OK;
+}
+
+/* Part i's sums added to the calling thread's, in part order. */
+static int derivs_done(void *u, int64_t i)
+{
+  dsum *d = u;
+  const scan *sc = d->sc;
+  d->ll += sc->pll[i];
+  if( d->g ){
+    const double *g = sc->pgr + (size_t)i * sc->P;
+    for(size_t k = 0; k < sc->P; k++) d->g[k] += g[k];
+  }
+  if( d->H ){
+    const double *H = sc->pH + (size_t)i * sc->P * sc->P;
+    for(size_t k = 0; k < sc->P * sc->P; k++) d->H[k] += H[k];
+  }
+  return 0;
 }
 
 /* One scan at th of every sc->stride-th page, each row weighted by sc->w:
  * with f non-NULL, *f = -(log prior + w sum_n log L_n), and g = its
  * gradient; with H non-NULL, H = -hess log posterior (w = 1, stride 1:
  * the Laplace precision).  A scan of every page validates every row.
- * A full scan of rows in memory (sc->split set) is two halves of the
- * pages, the second on a thread of its own, its sums added to the
- * first's: the same bits however the threads run. */
+ * A split scan (sc->split, rows in memory) runs in parts on two threads
+ * (util/par.h: fly_par_run), each part's sums its own, added in part
+ * order: the same bits however the threads run. */
 static fly_rc derivs(scan *sc, const double *th, double *f, double *g,
                      double *H, fly_err *err)
 {
   const fly_model *m = sc->m;
   double ll = 0, lp = 0;
-  fly_rc rc;
-  half h;
-  fly_par par;
-  int split = sc->split && sc->stride == 1 && sc->n_pages >= 2;
-  int64_t mid = split ? sc->n_pages / 2 : sc->n_pages;
+  fly_rc rc = FLY_OK;
 
   if( f ){
     memset(g, 0, sc->P * sizeof *g);
     lp = fly_model_log_prior(m, th, g);
   }
   if( H ) memset(H, 0, sc->P * sc->P * sizeof *H);
-  if( split ){
-    memset(&h, 0, sizeof h);
-    h = (half){ sc, th, mid, sc->n_pages, 0.0, f ? sc->g2 : NULL, H ? sc->H2 : NULL,
-                FLY_OK, {0} };
-    if( h.g ) memset(h.g, 0, sc->P * sizeof *h.g);
-    if( h.H ) memset(h.H, 0, sc->P * sc->P * sizeof *h.H);
-    fly_par_start(&par, half_run, &h);
-  }
-  int began = fly_db_read_begin(sc->db);
-  rc = derivs_range(sc, th, 0, mid, sc->logL, sc->work, &ll, f ? g : NULL, H, err);
-  fly_db_read_end(sc->db, began);
-  if( split ){
-    fly_par_join(&par);
-    if( rc == FLY_OK && h.rc ){ rc = h.rc; *err = h.err; }
-    if( rc == FLY_OK ){
-      ll += h.ll;
-      if( h.g ) for(size_t j = 0; j < sc->P; j++) g[j] += h.g[j];
-      if( h.H ) for(size_t j = 0; j < sc->P * sc->P; j++) H[j] += h.H[j];
+  if( sc->split && scan_parts(sc, derivs_unit(sc)) >= 2 ){
+    dsum d = { sc, th, 0.0, f ? g : NULL, H };
+    fly_par_job job = { scan_parts(sc, derivs_unit(sc)), derivs_part, derivs_done, &d };
+    int64_t bad = fly_par_run(&job, 2);
+    if( bad ){
+      *err = sc->perr[bad - 1];
+      return sc->prc[bad - 1];
     }
+    ll = d.ll;
+  }else{
+    int began = fly_db_read_begin(sc->db);
+    rc = derivs_range(sc, th, 0, sc->n_pages, sc->logL, sc->work, &ll, f ? g : NULL, H, err);
+    fly_db_read_end(sc->db, began);
+    if( rc ) return rc;
   }
-  if( rc ) return rc;
   if( sc->stride == 1 ) sc->checked = 1;
   sc->n_scans++;
   if( H ) fly_model_prior_neg_hess(m, H);
@@ -814,63 +872,97 @@ static fly_rc bound_page(scan *sc, const build *bd, const double *th, const doub
   return FLY_OK;
 }
 
-/* Half of the pages of a split bounds' scan (write_bounds): pages lo..hi-1
- * into bound rows, TUNE_BLOCK pages at a time, each full page encoded into
- * enc + (k - lo) * cap with blob[k - lo] saying how (the last page, if
- * short, is left at the start of bw->rows, its n_last rows); the moments,
- * sum of log L and gradient (g non-NULL) of the half summed apart. */
-typedef struct bhalf {
+/* A split bounds' scan (write_bounds): part i (part_pages in blocks of
+ * TUNE_BLOCK pages) computes its pages' bound rows with its thread's
+ * buffers, encodes each full page into enc + k * cap with blob[k] saying
+ * how (a short last page's rows go to `last`), and sums its moments, log L
+ * and gradient into the scan's part sums; bound_done, on the calling
+ * thread and in part order, adds those to the calling thread's sums and
+ * inserts the part's pages. */
+typedef struct bjob {
   scan                 *sc;
   const build          *bd;
-  const fly_pagewriter *w;
+  fly_pagewriter       *w;
   const double         *th, *LD;
-  int64_t               lo, hi;
-  bwork                 bw;
-  void                 *scratch;
+  int64_t               parts;
+  bwork                 bw[2];
+  void                 *scratch[2];
   unsigned char        *enc;
-  size_t                cap;
+  size_t                cap, width, n_mom;
   fly_page_blob        *blob;
+  double               *last;
   size_t                n_last;
   double               *mom, ll, *g;
-  fly_rc                rc;
-  fly_err               err;
-} bhalf;
+} bjob;
 
-static void *bhalf_run(void *arg)
+static int bound_part(void *u, int64_t i, int t)
 {
-  bhalf *h = arg;
+  bjob *j = u;
+  scan *sc = j->sc;
+  const int64_t pr = sc->page_rows;
+  int64_t lo, hi;
   fly_rc rc = FLY_OK;
-  const int64_t pr = h->sc->page_rows;
-  const size_t width = h->sc->m->type->n_xi(h->sc->m) + 1;
-  for(int64_t k = h->lo; k < h->hi && rc == FLY_OK; k += TUNE_BLOCK){
-    int64_t np = h->hi - k < TUNE_BLOCK ? h->hi - k : TUNE_BLOCK;
+  part_pages(sc, TUNE_BLOCK, j->parts, i, &lo, &hi);
+  double *mom = sc->pH + (size_t)i * (sc->P * sc->P > j->n_mom ? sc->P * sc->P : j->n_mom);
+  double *g = j->g ? sc->pgr + (size_t)i * sc->P : NULL;
+  memset(mom, 0, j->n_mom * sizeof *mom);
+  if( g ) memset(g, 0, sc->P * sizeof *g);
+  sc->pll[i] = 0;
+  for(int64_t k = lo; k < hi && rc == FLY_OK; k += TUNE_BLOCK){
+    int64_t np = hi - k < TUNE_BLOCK ? hi - k : TUNE_BLOCK;
     size_t n = 0;
-    rc = bound_page(h->sc, h->bd, h->th, h->LD, k, np, &h->bw, &n, h->mom, &h->ll, h->g,
-                    &h->err);
+    rc = bound_page(sc, j->bd, j->th, j->LD, k, np, &j->bw[t], &n, mom, &sc->pll[i], g,
+                    &sc->perr[i]);
     for(int64_t q = 0; rc == FLY_OK && q < np; q++){
-      const double *rows = h->bw.rows + (size_t)(q * pr) * width;
+      const double *rows = j->bw[t].rows + (size_t)(q * pr) * j->width;
       if( (int64_t)n - q * pr < pr ){          /* the last page, short */
-        h->n_last = n - (size_t)(q * pr);
-        if( q ) memmove(h->bw.rows, rows, h->n_last * width * sizeof *rows);
+        j->n_last = n - (size_t)(q * pr);
+        memcpy(j->last, rows, j->n_last * j->width * sizeof *rows);
         break;
       }
-      rc = fly_pagewriter_encode(h->w, rows, h->scratch,
-                                 h->enc + (size_t)(k + q - h->lo) * h->cap,
-                                 &h->blob[k + q - h->lo], &h->err);
+      rc = fly_pagewriter_encode(j->w, rows, j->scratch[t], j->enc + (size_t)(k + q) * j->cap,
+                                 &j->blob[k + q], &sc->perr[i]);
     }
   }
-  h->rc = rc;
-  return NULL;
+  sc->prc[i] = rc;
+  return rc != FLY_OK;
 }
 
-static void bhalf_free(bhalf *h)
+static int bound_done(void *u, int64_t i)
 {
-  bwork_free(&h->bw);
-  fly_free(h->scratch);
-  fly_free(h->enc);
-  fly_free(h->blob);
-  fly_free(h->mom);
-  fly_free(h->g);
+  bjob *j = u;
+  scan *sc = j->sc;
+  int64_t lo, hi;
+  fly_rc rc = FLY_OK;
+  part_pages(sc, TUNE_BLOCK, j->parts, i, &lo, &hi);
+  const double *mom = sc->pH + (size_t)i * (sc->P * sc->P > j->n_mom ? sc->P * sc->P : j->n_mom);
+  for(size_t k = 0; k < j->n_mom; k++) j->mom[k] += mom[k];
+  j->ll += sc->pll[i];
+  if( j->g ){
+    const double *g = sc->pgr + (size_t)i * sc->P;
+    for(size_t k = 0; k < sc->P; k++) j->g[k] += g[k];
+  }
+  for(int64_t k = lo; k < hi && rc == FLY_OK; k++){
+    if( k == sc->n_pages - 1 && j->n_last ){
+      for(size_t r = 0; r < j->n_last && rc == FLY_OK; r++)
+        rc = fly_pagewriter_add(j->w, j->last + r * j->width, &sc->perr[i]);
+    }else{
+      rc = fly_pagewriter_put(j->w, &j->blob[k], j->enc + (size_t)k * j->cap, &sc->perr[i]);
+    }
+  }
+  sc->prc[i] = rc;
+  return rc != FLY_OK;
+}
+
+static void bjob_free(bjob *j)
+{
+  for(int t = 0; t < 2; t++){
+    bwork_free(&j->bw[t]);
+    fly_free(j->scratch[t]);
+  }
+  fly_free(j->enc);
+  fly_free(j->blob);
+  fly_free(j->last);
 }
 
 /* Pass (c): bound pages and moments for bound set id, in the caller's
@@ -891,14 +983,13 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
   const size_t n_xi = m->type->n_xi(m), n_mom = m->type->n_moments(m);
   fly_pagewriter *w = NULL;
   bwork bw;
-  bhalf hf[2];
-  fly_par par;
-  int split = sc->split && sc->n_pages >= 2;
+  bjob bj;
+  int split = sc->split && scan_parts(sc, TUNE_BLOCK) >= 2;
   fly_rc rc;
   size_t n;
 
   memset(&bw, 0, sizeof bw);
-  memset(hf, 0, sizeof hf);
+  memset(&bj, 0, sizeof bj);
   rc = fly_pagewriter_open(db, FLY_TABLE_BOUND, id, n_xi + 1, sc->page_rows,
                            FLY_PREC_F32, &w, err);
   if( rc ) return rc;
@@ -917,47 +1008,31 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
         if( (rc = fly_pagewriter_add(w, bw.rows + i * (n_xi + 1), err)) ) goto done;
     }
   }else{
-    const int64_t mid = sc->n_pages / 2;
-    const size_t cap = fly_pagewriter_enc_bound(w), sb = fly_pagewriter_scratch_bytes(w);
-    for(int i = 0; i < 2; i++){
-      bhalf *h = &hf[i];
-      int64_t np = i ? sc->n_pages - mid : mid;
-      *h = (bhalf){ .sc = sc, .bd = bd, .w = w, .th = th, .LD = LD, .lo = i ? mid : 0,
-                    .hi = i ? sc->n_pages : mid };
-      if( (rc = bwork_new(sc, TUNE_BLOCK, &h->bw, err)) ) goto done;
-      h->cap = cap;
-      h->scratch = fly_alloc_array(sb ? sb : 1, 1);
-      h->enc = fly_alloc_array((size_t)np, cap);
-      h->blob = fly_alloc_array((size_t)np, sizeof *h->blob);
-      h->mom = i ? fly_alloc_array(n_mom ? n_mom : 1, sizeof *h->mom) : mom;
-      h->g = !f ? NULL : i ? fly_alloc_array(sc->P, sizeof *h->g) : g;
-      if( !h->scratch || !h->enc || !h->blob || !h->mom || (f && !h->g) ){
-        rc = fly_fail(err, FLY_NOMEM, "bound pages of %lld data pages", (long long)np);
-        goto done;
-      }
-      if( i ){
-        memset(h->mom, 0, n_mom * sizeof *h->mom);
-        if( h->g ) memset(h->g, 0, sc->P * sizeof *h->g);
-      }
-    }
-    fly_par_start(&par, bhalf_run, &hf[1]);
-    bhalf_run(&hf[0]);
-    fly_par_join(&par);
-    for(int i = 0; i < 2 && rc == FLY_OK; i++)
-      if( hf[i].rc ){ rc = hf[i].rc; *err = hf[i].err; }
-    if( rc ) goto done;
-    ll = hf[0].ll + hf[1].ll;
-    for(size_t j = 0; j < n_mom; j++) mom[j] += hf[1].mom[j];
-    if( f ) for(size_t j = 0; j < sc->P; j++) g[j] += hf[1].g[j];
-    for(int i = 0; i < 2 && rc == FLY_OK; i++){
-      const bhalf *h = &hf[i];
-      int64_t full = h->hi - h->lo - (h->n_last ? 1 : 0);
-      for(int64_t k = 0; k < full && rc == FLY_OK; k++)
-        rc = fly_pagewriter_put(w, &h->blob[k], h->enc + (size_t)k * cap, err);
-      for(size_t r = 0; r < h->n_last && rc == FLY_OK; r++)
-        rc = fly_pagewriter_add(w, h->bw.rows + r * (n_xi + 1), err);
+    const size_t sb = fly_pagewriter_scratch_bytes(w);
+    bj = (bjob){ .sc = sc, .bd = bd, .w = w, .th = th, .LD = LD,
+                 .parts = scan_parts(sc, TUNE_BLOCK), .cap = fly_pagewriter_enc_bound(w),
+                 .width = n_xi + 1, .n_mom = n_mom, .mom = mom, .g = f ? g : NULL };
+    for(int t = 0; t < 2 && rc == FLY_OK; t++){
+      rc = bwork_new(sc, TUNE_BLOCK, &bj.bw[t], err);
+      if( rc == FLY_OK && !(bj.scratch[t] = fly_alloc_array(sb ? sb : 1, 1)) )
+        rc = fly_fail(err, FLY_NOMEM, "bound page encoding");
     }
     if( rc ) goto done;
+    bj.enc = fly_alloc_array((size_t)sc->n_pages, bj.cap);
+    bj.blob = fly_alloc_array((size_t)sc->n_pages, sizeof *bj.blob);
+    bj.last = fly_alloc_array((size_t)sc->page_rows, bj.width * sizeof *bj.last);
+    if( !bj.enc || !bj.blob || !bj.last ){
+      rc = fly_fail(err, FLY_NOMEM, "bound pages of %lld data pages", (long long)sc->n_pages);
+      goto done;
+    }
+    fly_par_job job = { bj.parts, bound_part, bound_done, &bj };
+    int64_t bad = fly_par_run(&job, 2);
+    if( bad ){
+      *err = sc->perr[bad - 1];
+      rc = sc->prc[bad - 1];
+      goto done;
+    }
+    ll = bj.ll;
   }
   sc->n_scans++;
   if( f ){
@@ -972,10 +1047,7 @@ static fly_rc write_bounds(fly_db *db, scan *sc, int64_t id, const build *bd,
                   (long long)fly_pagewriter_rows(w), (long long)*n_pages,
                   (long long)sc->n_rows, (long long)sc->n_pages);
 done:
-  hf[0].mom = NULL;    /* the caller's */
-  hf[0].g = NULL;
-  bhalf_free(&hf[0]);
-  bhalf_free(&hf[1]);
+  bjob_free(&bj);
   bwork_free(&bw);
   fly_pagewriter_free(w);
   return rc;
@@ -1043,7 +1115,9 @@ static fly_rc sub_newton(scan *sc, fly_lbfgs *lb, const build *bd, double *th,
   lo.max_evals = 4 * bd->max_iter + 20;
   lo.progress = progress;
   lo.progress_user = sc;
+  sc->split = sc->Xall != NULL;
   rc = fly_lbfgs_run(lb, objective, sc, th, &lo, &ls, err);
+  sc->split = 0;
   sc->stride = 1;
   sc->w = 1;
   for(int64_t i = 0; i < sc->page_rows; i++) sc->wts[i] = 1;
@@ -1178,11 +1252,19 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
   sc.wts = fly_alloc_array(br, sizeof(double));
   sc.work = fly_alloc_array(wl ? wl : 1, sizeof(double));
   if( sc.Xall ){
+    /* a split scan's parts: each holds P x P sums in derivs and the
+     * moments in write_bounds; at most TUNE_PARTS_BYTES of them */
+    size_t n_mom = m->type->n_moments(m), per = P * P > n_mom ? P * P : n_mom;
+    size_t cap = TUNE_PARTS_BYTES / (sizeof(double) * (per + P + 1));
+    sc.parts = cap < 2 ? 2 : cap > TUNE_PARTS ? TUNE_PARTS : (int64_t)cap;
     sc.logL2 = fly_alloc_array(br, sizeof(double));
     sc.work2 = fly_alloc_array(wl ? wl : 1, sizeof(double));
-    sc.g2 = fly_alloc_array(P, sizeof(double));
-    sc.H2 = fly_alloc_array(P * P, sizeof(double));
-    if( !sc.logL2 || !sc.work2 || !sc.g2 || !sc.H2 ){
+    sc.pll = fly_alloc_array((size_t)sc.parts, sizeof(double));
+    sc.pgr = fly_alloc_array((size_t)sc.parts * P, sizeof(double));
+    sc.pH = fly_alloc_array((size_t)sc.parts * per, sizeof(double));
+    sc.prc = fly_alloc_array((size_t)sc.parts, sizeof *sc.prc);
+    sc.perr = fly_alloc_array((size_t)sc.parts, sizeof *sc.perr);
+    if( !sc.logL2 || !sc.work2 || !sc.pll || !sc.pgr || !sc.pH || !sc.prc || !sc.perr ){
       rc = fly_fail(err, FLY_NOMEM, "tuning buffers for pages of %zu rows", pr);
       goto done;
     }
@@ -1384,8 +1466,11 @@ done:
   fly_free(sc.work);
   fly_free(sc.logL2);
   fly_free(sc.work2);
-  fly_free(sc.g2);
-  fly_free(sc.H2);
+  fly_free(sc.pll);
+  fly_free(sc.pgr);
+  fly_free(sc.pH);
+  fly_free(sc.prc);
+  fly_free(sc.perr);
   fly_free(th);
   fly_free(H);
   fly_free(L);
