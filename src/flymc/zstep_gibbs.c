@@ -22,10 +22,11 @@
  * (model.h: fly_model_coef.scan), an f32 copy of every row, which later scans use
  * (gibbs_state.scan, the chain's keep).
  *
- * State: the kept rows, each bucket's pbar, the sketch's prepared
- * direction and the candidates' positions, bounds, buckets and uniforms.
- * Cost: O(buckets + candidates) a step and one page fetch per candidate
- * read; a scan is O(N).  Nothing is allocated once the candidate buffers
+ * State: the kept rows, each bucket's bound and exponential, the sketch's
+ * prepared direction and the candidates' positions, bounds, buckets and
+ * uniforms.  Cost: O(buckets + candidates) a step (a bucket: its bound,
+ * a uniform and a vectorised log; expm1 only with a candidate) and one
+ * page fetch per candidate read; a scan is O(N).  Nothing is allocated once the candidate buffers
  * have reached the largest batch.
  */
 #include <math.h>
@@ -33,10 +34,12 @@
 
 #include "flymc/chain_impl.h"
 #include "util/mem.h"
+#include "util/vmath.h"
 
 typedef struct gibbs_state {
   fly_zscan     scan;       /* what scans keep (c->keep) */
-  double       *pbar;       /* nb: each bucket's thinning probability */
+  double       *pbar;       /* nb: each bucket's bound U_b (gibbs_step) */
+  double       *ex;         /* nb: each bucket's log u, then -E_b */
   fly_sketch_at skat;       /* with a sketch: th - th_map in its coordinates */
   size_t        cap;        /* candidates the arrays below hold (<= c->c_cap) */
   int64_t      *cpos;       /* each candidate's position in the bucket index */
@@ -133,36 +136,52 @@ static fly_rc gibbs_step(fly_chain *c, fly_err *err)
 
   if( (rc = fly_chain_ev_reserve(c, m->type->work_len(m, 1), err)) ) return rc;
   r = m->type->thin->radius(m, c->th, bd->theta_map, bd->key_prec, c->work);
-  /* pb >= 0, so once the partial sum passes the limit the whole does: a
-   * scan needs no more of the buckets' bounds (each a transcendental) */
-  double limit = c->cfg->scan_frac * (double)c->cfg->N;
+  /* Each bucket's bound U_b on its rows' gaps (pbar_b = 1 - exp(-U_b) <=
+   * U_b): the expected candidates sum_b n_b pbar_b need their expm1s only
+   * when the sum of n_b U_b passes the scan's limit. */
+  double limit = c->cfg->scan_frac * (double)c->cfg->N, *U = g->pbar, *E = g->ex;
   for(size_t b = 0; b < bk->nb; b++){
-    double pb = -expm1(-fly_buckets_gap_upper(bk, b, m, r));
-    g->pbar[b] = pb;
-    expect += pb * (double)(bk->start[b + 1] - bk->start[b]);
-    if( expect > limit ) return fly_zstep_scan(c, err);
+    U[b] = fly_buckets_gap_upper(bk, b, m, r);
+    expect += U[b] * (double)(bk->start[b + 1] - bk->start[b]);
+  }
+  if( expect > limit ){
+    expect = 0;
+    for(size_t b = 0; b < bk->nb; b++){
+      expect += -expm1(-U[b]) * (double)(bk->start[b + 1] - bk->start[b]);
+      if( expect > limit ) return fly_zstep_scan(c, err);
+    }
   }
 
   /* Candidates' positions first, then their rows, then the dark ones among
    * them: each pass prefetches what the next loads, so the random reads of
    * the index's records (row id, xi and sketch: GBs at 10^8 rows) and of
-   * the z bits overlap instead of stalling one by one. */
+   * the z bits overlap instead of stalling one by one.
+   *
+   * The rows before a bucket's first candidate are geometric with success
+   * pbar_b: P(more than k) = (1 - pbar_b)^k = exp(-k U_b), so that count is
+   * floor(E / U_b) with E ~ Exp(1), E = -log u.  One uniform a bucket, their
+   * logs in one vectorised pass; a bucket whose first candidate would lie
+   * past its rows (most of them) costs no more, and pbar_b's expm1 is taken
+   * only for a bucket with a candidate. */
+  fly_rng_uniforms(&c->rng, E, bk->nb);
+  fly_vlog(E, E, bk->nb);
   for(size_t b = 0; b < bk->nb; b++){
     int64_t s = bk->start[b], nb = bk->start[b + 1] - s;
-    if( nb == 0 ) continue;
-    double pb = g->pbar[b];
-    if( !(pb > 0) ) continue;
-    if( pb >= 1 ){
+    if( nb == 0 || !(U[b] > 0) ) continue;
+    if( U[b] == INFINITY ){
       for(int64_t i = 0; i < nb; i++)
         if( (rc = add_cand(c, g, &k, s + i, 1.0, b, err)) ) return rc;
       continue;
     }
-    uint64_t i = fly_rng_geometric(&c->rng, pb);
-    while( i < (uint64_t)nb ){
-      if( (rc = add_cand(c, g, &k, s + (int64_t)i, pb, b, err)) ) return rc;
-      uint64_t skip = fly_rng_geometric(&c->rng, pb);
-      if( skip >= (uint64_t)nb ) break;
-      i += 1 + skip;
+    double at = -E[b] / U[b];
+    if( !(at < (double)nb) ) continue;
+    double pb = -expm1(-U[b]);
+    int64_t i = (int64_t)at;
+    while( i < nb ){
+      if( (rc = add_cand(c, g, &k, s + i, pb, b, err)) ) return rc;
+      double skip = -log(fly_rng_uniform(&c->rng)) / U[b];
+      if( !(skip < (double)nb) ) break;
+      i += 1 + (int64_t)skip;
     }
   }
   for(size_t j = 0; j < k; j++) fly_buckets_prefetch(bk, c->cid[j]);
@@ -272,7 +291,9 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
   }
   c->keep = s;
   if( (rc = fly_zstep_open_bright(c, bshare, err)) ) return rc;
-  if( !(g->pbar = fly_alloc_array(cfg->buckets->nb, sizeof *g->pbar)) )
+  g->pbar = fly_alloc_array(cfg->buckets->nb ? cfg->buckets->nb : 1, sizeof *g->pbar);
+  g->ex = fly_alloc_array(cfg->buckets->nb ? cfg->buckets->nb : 1, sizeof *g->ex);
+  if( !g->pbar || !g->ex )
     return fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", cfg->buckets->nb);
   if( cfg->sketch && (rc = fly_sketch_at_init(cfg->sketch, &g->skat, err)) ) return rc;
   return FLY_OK;
@@ -290,6 +311,7 @@ static void gibbs_close(fly_chain *c)
   fly_free(s->ccf);
   fly_free(s->cxf);
   fly_free(g->pbar);
+  fly_free(g->ex);
   fly_sketch_at_free(&g->skat);
   fly_free(g->cpos);
   fly_free(g->cpbar);
