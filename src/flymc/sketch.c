@@ -56,14 +56,28 @@ int fly_sketch_fits(const fly_model *m)
   return m->D > 0 && t && (m->type->n_params(m) == m->D || t->dirs);
 }
 
+/* frexp's exponent of v >= 0 (v in [2^(e-1), 2^e)): read from the bits
+ * of a normal v, frexp's call only for 0 and subnormals. */
+static inline int exponent(double v)
+{
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  int biased = (int)(b >> 52 & 0x7ff);
+  if( biased == 0 ){
+    int e;
+    (void)frexp(v, &e);
+    return e;
+  }
+  return biased - 1022;
+}
+
 /* The smallest code c in [lo, 254] with step[c] >= v, or NONE.  frexp
  * puts v in [2^(e-1), 2^e), i.e. between codes 8(e-1)+128 and 8e+128; a
  * walk of at most 8 steps finds c. */
 static int code_up(const fly_sketch *s, double v, int lo)
 {
   if( !(v <= s->step[254]) ) return NONE;        /* also NaN */
-  int e;
-  (void)frexp(v, &e);
+  int e = exponent(v);
   int c = 8 * (e - 1) + 128;
   if( c >= lo && c >= 1 && c + 8 <= 254 && s->step[c - 1] < v ){
     /* the walk up as a count: step increases, so the answer is c plus
@@ -84,8 +98,7 @@ static int code_up(const fly_sketch *s, double v, int lo)
  * the rounding of the product in a few steps. */
 static int rel_up(const fly_sketch *s, double st, double v)
 {
-  int e;
-  (void)frexp(v / st, &e);
+  int e = exponent(v / st);
   int c = 8 * (e - 1) + 32;
   if( c < 1 ) c = 1;
   if( c > 127 ) c = 127;
@@ -152,17 +165,16 @@ static void encode(const fly_sketch *s, const double *y, uint8_t *out)
     return;
   }
   /* the 105 bits of coordinates as two words, bit b of the code at bit
-   * b of lo (b < 64) or b - 64 of hi, then stored byte by byte */
+   * b of lo (b < 64) or b - 64 of hi, then stored byte by byte:
+   * coordinates 0..11 in lo, 12 across both (bits 60..64), 13.. in hi */
   uint64_t lo = 0, hi = 0;
-  for(j = 0; j < k; j++){
-    uint64_t v = (uint64_t)((unsigned)q[j] & 31u);
-    unsigned bit = 5 * (unsigned)j;
-    if( bit < 64 ){
-      lo |= v << bit;
-      if( bit > 59 ) hi |= v >> (64 - bit);
-    }else{
-      hi |= v << (bit - 64);
-    }
+  const size_t k_lo = k < 12 ? k : 12;
+  for(j = 0; j < k_lo; j++) lo |= (uint64_t)((unsigned)q[j] & 31u) << (5 * j);
+  if( k > 12 ){
+    uint64_t v = (uint64_t)((unsigned)q[12] & 31u);
+    lo |= v << 60;
+    hi = v >> 4;
+    for(j = 13; j < k; j++) hi |= (uint64_t)((unsigned)q[j] & 31u) << (5 * j - 64);
   }
   for(int i = 0; i < 8; i++) out[i] = (uint8_t)(lo >> (8 * i));
   for(int i = 0; i < 5; i++) out[8 + i] = (uint8_t)(hi >> (8 * i));
