@@ -144,11 +144,8 @@ fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *gra
     if( grad && sum > -INFINITY ){
       /* d log Ltilde = d gap / (1 - exp(-gap)): weights on grad log L and
        * grad log B (logL, logB are free again and hold the weights). */
-      for(size_t i = 0; i < B; i++){
-        double wl = 1.0 / fly_p_bright(c->br.gap_new[i]);
-        c->logL[i] = wl;
-        c->logB[i] = -wl;
-      }
+      fly_inv_p_bright_n(c->br.gap_new, c->logL, B);
+      for(size_t i = 0; i < B; i++) c->logB[i] = -c->logL[i];
       if( c->nc )
         m->type->coef->grad(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB,
                            grad, c->work);

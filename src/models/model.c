@@ -20,6 +20,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "util/vmath.h"
+
 double fly_model_log_prior(const fly_model *m, const double *th, double *grad)
 {
   size_t P = m->type->n_params(m);
@@ -63,6 +65,13 @@ double fly_p_bright(double gap)
 {
   if( gap <= 0 ) return 0.0;
   return -expm1(-gap);
+}
+
+void fly_inv_p_bright_n(const double *gap, double *out, size_t n)
+{
+  for(size_t i = 0; i < n; i++) out[i] = gap[i] > 0 ? -gap[i] : 0.0;
+  fly_vexpm1(out, out, n);
+  for(size_t i = 0; i < n; i++) out[i] = out[i] < 0 ? -1.0 / out[i] : INFINITY;
 }
 
 /* The part of work coef->eval / coef->grad use themselves: one double per row

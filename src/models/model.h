@@ -288,4 +288,11 @@ extern const fly_model_type fly_model_robust;
  * over the bright rows in vector form: fly_vlog_ltilde (util/vmath.h). */
 double fly_p_bright(double gap);
 
+/* 1 / fly_p_bright(gap[i]) into out[i] for n rows (+inf for gap <= 0),
+ * through the vectorised expm1 (util/vmath.h: within a few ulp of the
+ * scalar, the same bits for a value wherever it sits): the weight
+ * d log Ltilde / d gap of every bright row at every gradient of the FlyMC
+ * target.  gap and out may be the same array. */
+void fly_inv_p_bright_n(const double *gap, double *out, size_t n);
+
 #endif
