@@ -1,7 +1,8 @@
 /*
  * buckets.c -- grouping rows by gap key and bound parameter (see buckets.h).
  *
- * Key level of key k > 0: floor(4 log2 k) - lo, clamped to [0, 512); keys
+ * Key level of key k > 0: floor(4 log2 k) - lo (fly_buckets_quarter_log2),
+ * clamped to [0, 512); keys
  * of 0 (a row whose gap can never be positive, e.g. all-zero features) go
  * to level 0 too: their bucket bound is still an upper bound.  Xi bin of
  * v = |xi|: 0 for v < 1/16, else 1 + floor(4 log2 16 v) clamped to
@@ -31,7 +32,6 @@
 
 #include "util/mem.h"
 
-#define PER_DOUBLING 4.0
 #define MAX_LEVELS   512
 #define XI_BINS      256
 #define CAND_MIN     0.01    /* see fly_buckets_gap_upper */
@@ -42,18 +42,39 @@
 #define FINE_LEVELS  8600
 #define CHUNKS       256
 
+int64_t fly_buckets_quarter_log2(double x)
+{
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  int biased = (int)(b >> 52 & 0x7ff);
+  if( biased == 0 || biased == 0x7ff )         /* subnormal (x > 0 given) */
+    return (int64_t)floor(4.0 * log2(x));
+  /* x = m 2^(biased - 1023), m in [1, 2): floor(4 log2 m) counts the
+   * quarter powers 2^(j/4) <= m, j = 1, 2, 3; each constant is the
+   * smallest double above the irrational 2^(j/4), so m >= it exactly when
+   * m >= 2^(j/4) */
+  b = (b & UINT64_C(0x000fffffffffffff)) | UINT64_C(0x3ff0000000000000);
+  double m;
+  memcpy(&m, &b, sizeof m);
+  int q = (m >= 0x1.306fe0a31b716p+0) + (m >= 0x1.6a09e667f3bcdp+0) +
+          (m >= 0x1.ae89f995ad3aep+0);
+  return 4 * (int64_t)(biased - 1023) + q;
+}
+
 static int64_t grid(double k)
 {
   if( !(k > 0) ) return INT64_MIN;
-  return (int64_t)floor(PER_DOUBLING * log2(k));
+  return fly_buckets_quarter_log2(k);
 }
 
 static int64_t xi_bin(double v)
 {
   if( !isfinite(v) ) return XI_BINS - 1;
   if( !(v >= 0.0625) ) return 0;
-  double g = 1.0 + floor(PER_DOUBLING * log2(16.0 * v));
-  return g < XI_BINS - 1 ? (int64_t)g : XI_BINS - 1;
+  double v16 = 16.0 * v;
+  if( !isfinite(v16) ) return XI_BINS - 1;
+  int64_t g = 1 + fly_buckets_quarter_log2(v16);
+  return g < XI_BINS - 1 ? g : XI_BINS - 1;
 }
 
 static void plan_free(fly_buckets *b);

@@ -128,4 +128,9 @@ double fly_buckets_row_upper(const fly_buckets *b, size_t i,
                              double rho);
 void   fly_buckets_free(fly_buckets *b);
 
+/* floor(4 log2 x) for finite x > 0, exactly (the grid of keys and |xi|,
+ * computed for every row at every build): from x's exponent and three
+ * comparisons of its mantissa, libm's log2 only for subnormals. */
+int64_t fly_buckets_quarter_log2(double x);
+
 #endif

@@ -90,8 +90,48 @@ static int64_t bin_of(double v)
   return g < 255 ? (int64_t)g : 255;
 }
 
+/* fly_buckets_quarter_log2 against floor(4 log2 x): every 251st f32 bit
+ * pattern of positive finite floats (keys and xi are stored as f32), a
+ * million random doubles over 2^-1070 .. 2^1000, and the doubles either
+ * side of each quarter power 2^(j/4) 2^e, where the answer is known
+ * exactly (the constants' neighbours). */
+static void test_quarter_log2(void)
+{
+  long bad = 0, n = 0;
+  for(uint32_t u = 1; u < 0x7f800000u; u += 251){
+    float f;
+    memcpy(&f, &u, sizeof f);
+    double x = f;
+    bad += fly_buckets_quarter_log2(x) != (int64_t)floor(4.0 * log2(x));
+    n++;
+  }
+  fly_rng rng;
+  fly_rng_seed(&rng, 5, 0);
+  for(int i = 0; i < 1000000; i++){
+    double x = ldexp(1.0 + fly_rng_uniform(&rng), (int)(fly_rng_uniform(&rng) * 2070) - 1070);
+    if( !(x > 0) ) continue;
+    bad += fly_buckets_quarter_log2(x) != (int64_t)floor(4.0 * log2(x));
+    n++;
+  }
+  TAP_OK(bad == 0, "quarter_log2 = floor(4 log2 x) on %ld f32 and random doubles (%ld differ)",
+         n, bad);
+  static const double up[3] = { 0x1.306fe0a31b716p+0, 0x1.6a09e667f3bcdp+0,
+                                0x1.ae89f995ad3aep+0 };
+  int edges = 1;
+  for(int e = -20; e <= 20; e++)
+    for(int j = 0; j < 3; j++){
+      double above = ldexp(up[j], e), below = nextafter(above, 0);
+      edges &= fly_buckets_quarter_log2(above) == 4 * e + j + 1 &&
+               fly_buckets_quarter_log2(below) == 4 * e + j &&
+               fly_buckets_quarter_log2(ldexp(1.0, e)) == 4 * e &&
+               fly_buckets_quarter_log2(nextafter(ldexp(1.0, e), 0)) == 4 * e - 1;
+    }
+  TAP_OK(edges, "quarter_log2 at the quarter powers' neighbours and the powers of 2");
+}
+
 int main(void)
 {
+  test_quarter_log2();
   static int64_t cell[N_ROWS], seen[N_ROWS];
   static double Xd[N_ROWS * 2];
   fly_db *db = NULL;
