@@ -491,6 +491,25 @@ double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
   return u + m->slack;
 }
 
+void fly_buckets_gap_upper_all(const fly_buckets *b, const fly_model *m, double r,
+                               double *out, double *work)
+{
+  const fly_model_thin *t = m->type->thin;
+  if( !(b->xi_lo && t->box && b->box && t->box->upper_c_n) ){
+    for(size_t i = 0; i < b->nb; i++) out[i] = fly_buckets_gap_upper(b, i, m, r);
+    return;
+  }
+  /* every bucket's box bound, then each bucket as fly_buckets_gap_upper
+   * decides: the box only where the plain bound expects CAND_MIN */
+  t->box->upper_c_n(m, b->box, b->nb, r, out, work);
+  for(size_t i = 0; i < b->nb; i++){
+    double u = t->upper(m, b->key[i], r);
+    double n = (double)(b->start[i + 1] - b->start[i]);
+    if( n * u >= CAND_MIN && out[i] < u ) u = out[i];
+    out[i] = u + m->slack;
+  }
+}
+
 double fly_buckets_row_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, const float *xi_row,
                              double rho)

@@ -119,6 +119,12 @@ fly_rc fly_buckets_finish(fly_buckets *b, const fly_model *m, fly_buckets_ws *co
  * The chain thins with 1 - exp(-this). */
 double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
                              const fly_model *m, double r);
+/* fly_buckets_gap_upper of every bucket into out[0 .. nb), with the
+ * model's box bounds of all buckets at once where it has upper_c_n
+ * (within a few ulp of the one-bucket values; each still a bound, by the
+ * box's margin).  work: 2 nb doubles. */
+void   fly_buckets_gap_upper_all(const fly_buckets *b, const fly_model *m, double r,
+                                 double *out, double *work);
 /* An upper bound on gap_n(th) for row n (bound parameters xi_row) of
  * bucket i, given rho >= |x_n'(th - th_map)| (flymc/sketch.h): the model's
  * box->upper_rho on the bucket's box constants when it has one (a few

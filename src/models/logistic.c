@@ -490,6 +490,37 @@ static double gap_upper_boxc(const fly_model *m, const double *c, double r)
   return box_phi(c, c[BOX_SK] * r + c[BOX_DF]);
 }
 
+/* gap_upper_boxc of n boxes: box_phi's lcosh(xi_hi + rho') = v/2 +
+ * log1p(exp(-v)) through vmath's exp and log1p for all boxes at once, the
+ * rest as box_phi computes it.  A box that says nothing (r or its scale
+ * not finite) gets +inf. */
+static void gap_upper_boxc_n(const fly_model *m, const double *c0, size_t n, double r,
+                             double *out, double *work)
+{
+  (void)m;
+  double *v = work, *l = work + n;
+  for(size_t i = 0; i < n; i++){
+    const double *c = c0 + i * BOX_N;
+    double rho = c[BOX_SK] * r + c[BOX_DF];
+    v[i] = isfinite(rho) ? -(c[BOX_XI] + rho) : 0.0;
+  }
+  fly_vexp(v, l, n);
+  fly_vlog1p(l, l, n);
+  for(size_t i = 0; i < n; i++){
+    const double *c = c0 + i * BOX_N;
+    double rho = c[BOX_SK] * r + c[BOX_DF];
+    if( !(r >= 0) || !isfinite(r) || !isfinite(c[BOX_SK]) || !isfinite(rho) ){
+      out[i] = INFINITY;
+      continue;
+    }
+    double g = c[BOX_G], xi_hi = c[BOX_XI];
+    double lc = 0.5 * (xi_hi + rho) + l[i];
+    double phi = 0.5 * g * rho * rho - (lc - c[BOX_L] - rho * c[BOX_TH]);
+    double u = phi + 2.0 * c[BOX_EB] + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
+    out[i] = u > 0 ? u : 0.0;
+  }
+}
+
 /* A row of the bucket with |s - s_map| <= rho: rho' = (1+k) rho + df(xi_hi)
  * in place of (1+k) xnorm r + df (the (1+k) absorbing rounding in rho as in
  * r and xnorm); the rest of the box argument is unchanged. */
@@ -522,6 +553,7 @@ static const fly_model_box box_table = {
   .prep      = box_prep,
   .upper_c   = gap_upper_boxc,
   .upper_rho = gap_upper_rhoc,
+  .upper_c_n = gap_upper_boxc_n,
 };
 
 static const fly_model_thin thin_table = {

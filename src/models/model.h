@@ -115,7 +115,12 @@ typedef struct fly_model_coef {
  *    built) and the bound from it at r:
  *    upper(lo, hi, key, r) == upper_c(prep(lo, hi, key), r) bit for bit.
  *  - upper_rho: a bound for every row of the box whose |x_i'(th - th_map)|
- *    <= rho (a per-row rho, flymc/sketch.h); increasing in rho. */
+ *    <= rho (a per-row rho, flymc/sketch.h); increasing in rho.
+ *  - upper_c_n (optional, NULL: none): upper_c of n boxes at once, box i's
+ *    constants at box + i n(m), into out[i], through the vectorised
+ *    transcendentals of util/vmath.h: within a few ulp of upper_c (the
+ *    bound's own margin is ~4500 ulp), the same bits for a box wherever
+ *    it sits.  work: 2 n doubles.  A gibbs z step bounds every bucket. */
 typedef struct fly_model_box {
   size_t (*n)(const fly_model *m);
   double (*upper)(const fly_model *m, double xi_lo, double xi_hi,
@@ -124,6 +129,8 @@ typedef struct fly_model_box {
                  double key, double *box);
   double (*upper_c)(const fly_model *m, const double *box, double r);
   double (*upper_rho)(const fly_model *m, const double *box, double rho);
+  void   (*upper_c_n)(const fly_model *m, const double *box, size_t n, double r,
+                      double *out, double *work);
 } fly_model_box;
 
 /* The thinning bound (optional table, fly_model_type.thin; NULL: the model

@@ -287,7 +287,8 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
   }
 
   work = calloc(m->type->work_len(m, N_ROWS), sizeof *work);
-  int64_t bad_rho = 0, bad_row = 0, bad_own = 0, checked = 0;
+  int64_t bad_rho = 0, bad_row = 0, bad_own = 0, checked = 0, bad_all = 0, bad_all_row = 0;
+  double *ball = calloc(bk.nb + 1, sizeof *ball), *bwork = calloc(2 * bk.nb + 1, sizeof *bwork);
   int huge_inf = 1;
   double worst_med = 0;
   static const double dist[] = { 0.5, 1, 2, 4, 8 };
@@ -306,6 +307,16 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
       double r = m->type->thin->radius(m, th, bd->theta_map, bd->key_prec, work);
       fly_sketch_prep(&sk, m, th, bd->theta_map, &at);
       m->type->eval(m, th, X, WID, xi, N_ROWS, logL, logB, work);
+      /* every bucket's bound at once (vectorised boxes) against one at a
+       * time, and against every row's gap */
+      fly_buckets_gap_upper_all(&bk, m, r, ball, bwork);
+      for(size_t b = 0; b < bk.nb; b++){
+        double one = fly_buckets_gap_upper(&bk, b, m, r);
+        if( !(fabs(ball[b] - one) <= 1e-13 * fmax(1.0, fabs(one))) &&
+            !(isinf(one) && ball[b] == one) ) bad_all++;
+      }
+      for(size_t n = 0; n < N_ROWS; n++)
+        if( logL[n] - logB[n] > ball[bucket[n]] ) bad_all_row++;
       size_t nr = 0;
       for(size_t n = 0; n < N_ROWS; n++){
         /* sqrt(sum_k (x'd_k)^2) in long double, d_k the centred class
@@ -343,6 +354,11 @@ static void check(const char *label, fly_db *db, int64_t ds, int64_t other, fly_
   TAP_OK(bad_own == 0, "%s: gap_n <= the row's own bound at rho_n: %lld fail", label,
          (long long)bad_own);
   TAP_OK(huge_inf, "%s: a row without a sketch has rho = +inf", label);
+  TAP_OK(bad_all == 0 && bad_all_row == 0, "%s: every bucket's bound at once is each "
+         "one's to 1e-13 (%lld differ) and bounds every row's gap (%lld fail)", label,
+         (long long)bad_all, (long long)bad_all_row);
+  free(ball);
+  free(bwork);
   TAP_OK(worst_med < 0.6, "%s: median rho_n / (||x_n||_P r) at most %.3f over the "
          "thetas (< 0.6: much tighter than Cauchy-Schwarz)", label, worst_med);
 out:
