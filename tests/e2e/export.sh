@@ -165,7 +165,8 @@ check_values plw csv 1
 ok "csv: long ($((C * I * P)) rows) and wide ($((C * I)) rows), values exact; --warmup adds flagged rows"
 
 # ---- a thinned run: thin 3 divides neither warm-up 50 nor iters 100 -----
-expect 0 "$FLYDB" sample --db $db --iters 100 --warmup 50 --thin 3 --chains 3 --seed 5 --quiet
+expect 0 "$FLYDB" sample --db $db --iters 100 --warmup 50 --thin 3 --chains 3 --seed 5 --quiet \
+  --z gibbs   # MH, as above: the columns check_values reads
 run2=$(q $db "SELECT max(id) FROM run")
 expect 0 "$FLYDB" export $run2 --db $db --out th --warmup
 only_files th "${run2}_chain1.csv" "${run2}_chain2.csv" "${run2}_chain3.csv"

@@ -4,9 +4,10 @@
 # data, run 1 complete (--iters 20000 --thin 100 --seed 5) and run 2 with
 # the same options stopped by ^C at about 8,600 iterations.  Today's flydb
 # must open it (migrating it to the typed run_setting and the kernel
-# statistics columns, NULL for its MH runs), summarise run 1,
-# resume run 2 from its stored configuration to exactly the draws of run 1,
-# and find nothing wrong with it.
+# statistics columns, NULL for its MH runs), summarise run 1, resume run 2
+# from its stored configuration (the draws up to its checkpoints exactly
+# those of run 1, the rest the same posterior), and find nothing wrong
+# with it.
 . "$(dirname "$0")/lib.sh"
 set -euo pipefail
 
@@ -51,20 +52,19 @@ eq "draws up to the old checkpoints" "$(draws 2 "${ck%,*}" "${ck#*,}")" \
    "$(draws 1 "${ck%,*}" "${ck#*,}")"
 eq "iterations after the resume" "$(q old.db "SELECT count(*) FROM iteration WHERE run_id = 2")" \
    "$(q old.db "SELECT count(*) FROM iteration WHERE run_id = 1")"
-# The same seed gives the same draws only in the same build: the fixture
-# was written by a release build, so only a release build continues it bit
-# for bit (a debug or sanitizer build rounds differently).
-if "$FLYDB" --version | grep -q '^build  *release'; then
-  eq "resumed draws" "$(draws 2)" "$(draws 1)"
-  eq "resumed diagnostics" \
-     "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 2
-                  ORDER BY 1, 2" | md5sum)" \
-     "$(q old.db "SELECT chain, iter, n_bright, n_lik_evals FROM iteration WHERE run_id = 1
-                  ORDER BY 1, 2" | md5sum)"
-  ok "run 2 resumes from the old checkpoints (iterations $ck) to exactly the draws of run 1"
-else
-  ok "run 2 resumes from the old checkpoints (iterations $ck) to a complete run (not a release build: draws after them not compared)"
-fi
+# After the checkpoints the chains continue with this release's kernels.
+# The gibbs z step has drawn its uniforms in another order since fe3cba9
+# (a change of the draws made on purpose), so the continuation is not the
+# old release's bit for bit: it must be the same posterior, run 2's means
+# within 4 combined MCSEs of run 1's on every coefficient.
+expect 0 "$FLYDB" summary 2 --db old.db
+zmax=$(q old.db "SELECT max(abs(a.mean - b.mean) / sqrt(a.mcse_mean * a.mcse_mean
+                                                      + b.mcse_mean * b.mcse_mean))
+                 FROM summary a JOIN summary b ON a.idx = b.idx
+                 WHERE a.run_id = 1 AND b.run_id = 2")
+awk -v z="$zmax" 'BEGIN { exit !(z != "" && z + 0 <= 4) }' ||
+  fail "resumed run 2's means are $zmax combined MCSEs from run 1's"
+ok "run 2 resumes from the old checkpoints (iterations $ck) to a complete run whose means agree with run 1's (max z $zmax)"
 
 expect 0 "$FLYDB" check --db old.db
 ok "flydb check finds nothing wrong with the migrated file"

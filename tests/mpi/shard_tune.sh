@@ -92,10 +92,11 @@ ok "a missing shard stops every rank (exit $rc)"
 
 # A rank killed with SIGKILL mid-tune ends the job (no hang), leaves no
 # partial bound set or result, and a rerun completes with the bits of an
-# uninterrupted run.
+# uninterrupted run.  1.2 million rows, so the tuning (about 1.5 s on two
+# cores) is still running when the kill comes half a second in.
 GEN=$(dirname "$FLYDB_BIN")/../../tools/flydb-gen
 [ -x "$GEN" ] || fail "no flydb-gen at $GEN"
-"$GEN" --model logistic --rows 300000 --features 10 --seed 3 \
+"$GEN" --model logistic --rows 1200000 --features 10 --seed 3 \
   | "$flydb" ingest - --db big.db --name big 2>/dev/null
 "$flydb" shard --db big.db --shards 4 --out k 2>/dev/null
 cp -r k ref
