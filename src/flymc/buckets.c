@@ -475,20 +475,30 @@ fly_rc fly_buckets_build(fly_pages *bnd, const fly_model *m, fly_buckets *b,
   return rc;
 }
 
-double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
-                             const fly_model *m, double r)
+/* Bucket i's bound at r: the plain bound, or the smaller box bound where
+ * it is worth its few transcendentals, i.e. where the plain bound expects
+ * at least CAND_MIN candidates in the bucket; plus the slack.  The box
+ * bound is vbox[i] (all buckets' computed at once), or computed here with
+ * vbox NULL. */
+static double bucket_bound(const fly_buckets *b, size_t i, const fly_model *m, double r,
+                           const double *vbox)
 {
   const fly_model_thin *t = m->type->thin;
   double u = t->upper(m, b->key[i], r);
-  /* The box bound costs a few transcendentals: only worth it where the
-   * plain bound expects at least CAND_MIN candidates in the bucket. */
   double n = (double)(b->start[i + 1] - b->start[i]);
   if( b->xi_lo && t->box && n * u >= CAND_MIN ){
-    double v = b->box ? t->box->upper_c(m, b->box + i * b->nbox, r)
+    double v = vbox ? vbox[i]
+             : b->box ? t->box->upper_c(m, b->box + i * b->nbox, r)
              : t->box->upper(m, b->xi_lo[i], b->xi_hi[i], b->key[i], r);
     if( v < u ) u = v;                 /* both are bounds: the smaller one is */
   }
   return u + m->slack;
+}
+
+double fly_buckets_gap_upper(const fly_buckets *b, size_t i,
+                             const fly_model *m, double r)
+{
+  return bucket_bound(b, i, m, r, NULL);
 }
 
 void fly_buckets_gap_upper_all(const fly_buckets *b, const fly_model *m, double r,
@@ -499,15 +509,11 @@ void fly_buckets_gap_upper_all(const fly_buckets *b, const fly_model *m, double 
     for(size_t i = 0; i < b->nb; i++) out[i] = fly_buckets_gap_upper(b, i, m, r);
     return;
   }
-  /* every bucket's box bound, then each bucket as fly_buckets_gap_upper
-   * decides: the box only where the plain bound expects CAND_MIN */
-  t->box->upper_c_n(m, b->box, b->nb, r, out, work);
-  for(size_t i = 0; i < b->nb; i++){
-    double u = t->upper(m, b->key[i], r);
-    double n = (double)(b->start[i + 1] - b->start[i]);
-    if( n * u >= CAND_MIN && out[i] < u ) u = out[i];
-    out[i] = u + m->slack;
-  }
+  /* every bucket's box bound at once (into work), then each bucket decided
+   * as fly_buckets_gap_upper decides it */
+  double *v = work, *w = work + b->nb;
+  t->box->upper_c_n(m, b->box, b->nb, r, v, w);
+  for(size_t i = 0; i < b->nb; i++) out[i] = bucket_bound(b, i, m, r, v);
 }
 
 double fly_buckets_row_upper(const fly_buckets *b, size_t i,

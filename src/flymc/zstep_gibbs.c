@@ -38,7 +38,7 @@
 
 typedef struct gibbs_state {
   fly_zscan     scan;       /* what scans keep (c->keep) */
-  double       *pbar;       /* nb: each bucket's bound U_b (gibbs_step) */
+  double       *ub;         /* nb: each bucket's bound U_b (gibbs_step) */
   double       *ex;         /* nb: each bucket's log u, then -E_b */
   double       *bwork;      /* 2 nb: fly_buckets_gap_upper_all's */
   fly_sketch_at skat;       /* with a sketch: th - th_map in its coordinates */
@@ -140,7 +140,7 @@ static fly_rc gibbs_step(fly_chain *c, fly_err *err)
   /* Each bucket's bound U_b on its rows' gaps (pbar_b = 1 - exp(-U_b) <=
    * U_b): the expected candidates sum_b n_b pbar_b need their expm1s only
    * when the sum of n_b U_b passes the scan's limit. */
-  double limit = c->cfg->scan_frac * (double)c->cfg->N, *U = g->pbar, *E = g->ex;
+  double limit = c->cfg->scan_frac * (double)c->cfg->N, *U = g->ub, *E = g->ex;
   fly_buckets_gap_upper_all(bk, m, r, U, g->bwork);
   for(size_t b = 0; b < bk->nb; b++)
     expect += U[b] * (double)(bk->start[b + 1] - bk->start[b]);
@@ -291,10 +291,10 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
   }
   c->keep = s;
   if( (rc = fly_zstep_open_bright(c, bshare, err)) ) return rc;
-  g->pbar = fly_alloc_array(cfg->buckets->nb ? cfg->buckets->nb : 1, sizeof *g->pbar);
+  g->ub = fly_alloc_array(cfg->buckets->nb ? cfg->buckets->nb : 1, sizeof *g->ub);
   g->ex = fly_alloc_array(cfg->buckets->nb ? cfg->buckets->nb : 1, sizeof *g->ex);
   g->bwork = fly_alloc_array(cfg->buckets->nb ? 2 * cfg->buckets->nb : 1, sizeof *g->bwork);
-  if( !g->pbar || !g->ex || !g->bwork )
+  if( !g->ub || !g->ex || !g->bwork )
     return fly_fail(err, FLY_NOMEM, "thinning bounds of %zu buckets", cfg->buckets->nb);
   if( cfg->sketch && (rc = fly_sketch_at_init(cfg->sketch, &g->skat, err)) ) return rc;
   return FLY_OK;
@@ -311,7 +311,7 @@ static void gibbs_close(fly_chain *c)
   fly_free(s->ub);
   fly_free(s->ccf);
   fly_free(s->cxf);
-  fly_free(g->pbar);
+  fly_free(g->ub);
   fly_free(g->ex);
   fly_free(g->bwork);
   fly_sketch_at_free(&g->skat);

@@ -473,14 +473,21 @@ static void box_prep(const fly_model *m, double xi_lo, double xi_hi,
 }
 
 /* Phi(rho') + slack of the box with constants c at rho' >= |Delta|. */
-static double box_phi(const double *c, double rho)
+/* box_phi with lcosh(xi_hi + rho) = (xi_hi + rho)/2 + l, l = log1p(exp(-(xi_hi
+ * + rho))) computed by the caller (one box, or many at once). */
+static double box_phi_l(const double *c, double rho, double l)
 {
   double g = c[BOX_G], xi_hi = c[BOX_XI];
-  if( !isfinite(rho) ) return INFINITY;
   double phi = 0.5 * g * rho * rho
-             - (lcosh(xi_hi + rho) - c[BOX_L] - rho * c[BOX_TH]);
+             - (0.5 * (xi_hi + rho) + l - c[BOX_L] - rho * c[BOX_TH]);
   double u = phi + 2.0 * c[BOX_EB] + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
   return u > 0 ? u : 0.0;
+}
+
+static double box_phi(const double *c, double rho)
+{
+  if( !isfinite(rho) ) return INFINITY;
+  return box_phi_l(c, rho, log1p(exp(-(c[BOX_XI] + rho))));
 }
 
 static double gap_upper_boxc(const fly_model *m, const double *c, double r)
@@ -490,34 +497,26 @@ static double gap_upper_boxc(const fly_model *m, const double *c, double r)
   return box_phi(c, c[BOX_SK] * r + c[BOX_DF]);
 }
 
-/* gap_upper_boxc of n boxes: box_phi's lcosh(xi_hi + rho') = v/2 +
- * log1p(exp(-v)) through vmath's exp and log1p for all boxes at once, the
- * rest as box_phi computes it.  A box that says nothing (r or its scale
- * not finite) gets +inf. */
+/* gap_upper_boxc of n boxes: box_phi_l with the log1p(exp(-v)) of every
+ * box from vmath's exp and log1p at once.  A box that says nothing (r or
+ * its scale not finite) gets +inf.  rho' goes through out. */
 static void gap_upper_boxc_n(const fly_model *m, const double *c0, size_t n, double r,
                              double *out, double *work)
 {
   (void)m;
-  double *v = work, *l = work + n;
+  double *l = work;
   for(size_t i = 0; i < n; i++){
     const double *c = c0 + i * BOX_N;
-    double rho = c[BOX_SK] * r + c[BOX_DF];
-    v[i] = isfinite(rho) ? -(c[BOX_XI] + rho) : 0.0;
+    out[i] = c[BOX_SK] * r + c[BOX_DF];
+    l[i] = isfinite(out[i]) ? -(c[BOX_XI] + out[i]) : 0.0;
   }
-  fly_vexp(v, l, n);
+  fly_vexp(l, l, n);
   fly_vlog1p(l, l, n);
   for(size_t i = 0; i < n; i++){
     const double *c = c0 + i * BOX_N;
-    double rho = c[BOX_SK] * r + c[BOX_DF];
-    if( !(r >= 0) || !isfinite(r) || !isfinite(c[BOX_SK]) || !isfinite(rho) ){
-      out[i] = INFINITY;
-      continue;
-    }
-    double g = c[BOX_G], xi_hi = c[BOX_XI];
-    double lc = 0.5 * (xi_hi + rho) + l[i];
-    double phi = 0.5 * g * rho * rho - (lc - c[BOX_L] - rho * c[BOX_TH]);
-    double u = phi + 2.0 * c[BOX_EB] + EPS_REL * (1.0 + 0.5 * g * rho * rho + xi_hi + rho);
-    out[i] = u > 0 ? u : 0.0;
+    double rho = out[i];
+    out[i] = !(r >= 0) || !isfinite(r) || !isfinite(c[BOX_SK]) || !isfinite(rho)
+           ? INFINITY : box_phi_l(c, rho, l[i]);
   }
 }
 

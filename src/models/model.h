@@ -120,7 +120,7 @@ typedef struct fly_model_coef {
  *    constants at box + i n(m), into out[i], through the vectorised
  *    transcendentals of util/vmath.h: within a few ulp of upper_c (the
  *    bound's own margin is ~4500 ulp), the same bits for a box wherever
- *    it sits.  work: 2 n doubles.  A gibbs z step bounds every bucket. */
+ *    it sits.  work: n doubles.  A gibbs z step bounds every bucket. */
 typedef struct fly_model_box {
   size_t (*n)(const fly_model *m);
   double (*upper)(const fly_model *m, double xi_lo, double xi_hi,

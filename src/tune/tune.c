@@ -292,7 +292,9 @@ typedef struct scan {
                                  split scan (with Xall) */
   int64_t          parts;     /* a split scan's parts (scan_parts), at most */
   double          *pll, *pgr, *pH;  /* each part's sum of log L, gradient
-                                 (P) and -hess (P x P) in a split derivs */
+                                 (P) and -hess (P x P; in write_bounds the
+                                 moments), part i's at pH + i part_len */
+  size_t           part_len;  /* max(P x P, n_moments) */
   fly_rc          *prc;       /* each part's result and message */
   fly_err         *perr;
   int              split;     /* scans in parts on two threads (derivs,
@@ -447,7 +449,7 @@ static int derivs_part(void *u, int64_t i, int t)
   int64_t lo, hi;
   part_pages(sc, derivs_unit(sc), scan_parts(sc, derivs_unit(sc)), i, &lo, &hi);
   double *g = d->g ? sc->pgr + (size_t)i * sc->P : NULL;
-  double *H = d->H ? sc->pH + (size_t)i * sc->P * sc->P : NULL;
+  double *H = d->H ? sc->pH + (size_t)i * sc->part_len : NULL;
   sc->pll[i] = 0;
   if( g ) memset(g, 0, sc->P * sizeof *g);
   if( H ) memset(H, 0, sc->P * sc->P * sizeof *H);
@@ -467,7 +469,7 @@ static int derivs_done(void *u, int64_t i)
     for(size_t k = 0; k < sc->P; k++) d->g[k] += g[k];
   }
   if( d->H ){
-    const double *H = sc->pH + (size_t)i * sc->P * sc->P;
+    const double *H = sc->pH + (size_t)i * sc->part_len;
     for(size_t k = 0; k < sc->P * sc->P; k++) d->H[k] += H[k];
   }
   return 0;
@@ -903,7 +905,7 @@ static int bound_part(void *u, int64_t i, int t)
   int64_t lo, hi;
   fly_rc rc = FLY_OK;
   part_pages(sc, TUNE_BLOCK, j->parts, i, &lo, &hi);
-  double *mom = sc->pH + (size_t)i * (sc->P * sc->P > j->n_mom ? sc->P * sc->P : j->n_mom);
+  double *mom = sc->pH + (size_t)i * sc->part_len;
   double *g = j->g ? sc->pgr + (size_t)i * sc->P : NULL;
   memset(mom, 0, j->n_mom * sizeof *mom);
   if( g ) memset(g, 0, sc->P * sizeof *g);
@@ -935,7 +937,7 @@ static int bound_done(void *u, int64_t i)
   int64_t lo, hi;
   fly_rc rc = FLY_OK;
   part_pages(sc, TUNE_BLOCK, j->parts, i, &lo, &hi);
-  const double *mom = sc->pH + (size_t)i * (sc->P * sc->P > j->n_mom ? sc->P * sc->P : j->n_mom);
+  const double *mom = sc->pH + (size_t)i * sc->part_len;
   for(size_t k = 0; k < j->n_mom; k++) j->mom[k] += mom[k];
   j->ll += sc->pll[i];
   if( j->g ){
@@ -1256,6 +1258,7 @@ static fly_rc build_set(fly_db *db, int64_t ds, const fly_model *m,
      * moments in write_bounds; at most TUNE_PARTS_BYTES of them */
     size_t n_mom = m->type->n_moments(m), per = P * P > n_mom ? P * P : n_mom;
     size_t cap = TUNE_PARTS_BYTES / (sizeof(double) * (per + P + 1));
+    sc.part_len = per;
     sc.parts = cap < 2 ? 2 : cap > TUNE_PARTS ? TUNE_PARTS : (int64_t)cap;
     sc.logL2 = fly_alloc_array(br, sizeof(double));
     sc.work2 = fly_alloc_array(wl ? wl : 1, sizeof(double));
