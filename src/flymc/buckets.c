@@ -161,7 +161,7 @@ fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tai
   b->chunk_rows = (per + unit - 1) / unit * unit;
   if( b->chunk_rows < 1 ) b->chunk_rows = unit;
   b->n_chunks = (b->N + b->chunk_rows - 1) / b->chunk_rows;
-  b->rec = fly_alloc_array(b->N ? (size_t)b->N : 1, b->stride);
+  b->rec = fly_alloc_untouched(b->N ? (size_t)b->N : 1, b->stride);
   b->plan = p = fly_alloc_array(1, sizeof *p);
   if( p ){
     p->ent = fly_alloc_array(b->n_chunks ? (size_t)b->n_chunks : 1, sizeof *p->ent);
@@ -172,7 +172,9 @@ fly_rc fly_buckets_init(const fly_pages_info *in, const fly_model *m, size_t tai
     return fly_fail(err, FLY_NOMEM, "bucket index of %lld rows x %zu bytes",
                     (long long)in->n_rows, 4 + 4 * key_col + tail);
   }
-  /* candidates read the records at random */
+  /* candidates read the records at random.  Untouched: the placing
+   * workers fault its pages in, both at once (calloc could clear a
+   * recycled block here, on one thread) */
   fly_mem_random_access(b->rec, (size_t)b->N * b->stride);
   p->col = key_col;
   p->xcol = xi_col;
@@ -541,7 +543,7 @@ void fly_buckets_free(fly_buckets *b)
 {
   if( !b ) return;
   plan_free(b);
-  fly_free(b->rec);
+  fly_free_untouched(b->rec);
   fly_free(b->start);
   fly_free(b->key);
   fly_free(b->xi_lo);

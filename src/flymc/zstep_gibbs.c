@@ -262,16 +262,16 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
    * (model.h: fly_model_coef) depend on its xi and its row only, while computing
    * them costs transcendentals (two a row for logistic).  So they are
    * kept, filled by the first scan, where they fit half of that room; the
-   * bound pages get the rest.  calloc: a chain that never scans never
-   * touches them. */
+   * bound pages get the rest.  Untouched: a chain that never scans never
+   * touches them, and they cost nothing. */
   size_t room = bshare;
   /* with a screen (model.h: fly_model_coef.scan) every row's features'
    * norm (a float) too */
   size_t scr = c->nc && m->type->coef->scan ? sizeof(float) : 0;
   double nd = (double)cfg->N;
   if( c->nc && nd * (double)(c->nc * sizeof(double) + scr) <= 0.5 * (double)room ){
-    s->scoef = fly_alloc_array((size_t)cfg->N * c->nc, sizeof *s->scoef);
-    if( scr ) s->sxn = fly_alloc_array((size_t)cfg->N, sizeof *s->sxn);
+    s->scoef = fly_alloc_untouched((size_t)cfg->N * c->nc, sizeof *s->scoef);
+    if( scr ) s->sxn = fly_alloc_untouched((size_t)cfg->N, sizeof *s->sxn);
     if( !s->scoef || (scr && !s->sxn) )
       return fly_fail(err, FLY_NOMEM, "bound coefficients of %lld rows",
                       (long long)cfg->N);
@@ -283,7 +283,7 @@ static fly_rc gibbs_open(fly_chain *c, fly_err *err)
     if( m->type->coef->scan &&
         nd * (double)(c->nc * sizeof(double) + (c->W + 1) * sizeof(float))
         <= 0.5 * (double)room ){
-      s->sxf = fly_alloc_array((size_t)cfg->N * c->W, sizeof *s->sxf);
+      s->sxf = fly_alloc_untouched((size_t)cfg->N * c->W, sizeof *s->sxf);
       if( !s->sxf )
         return fly_fail(err, FLY_NOMEM, "f32 copy of %lld rows", (long long)cfg->N);
       bshare -= (size_t)cfg->N * c->W * sizeof(float);
@@ -304,9 +304,9 @@ static void gibbs_close(fly_chain *c)
 {
   gibbs_state *g = c->zs;
   fly_zscan *s = &g->scan;
-  fly_free(s->scoef);
-  fly_free(s->sxn);
-  fly_free(s->sxf);
+  fly_free_untouched(s->scoef);
+  fly_free_untouched(s->sxn);
+  fly_free_untouched(s->sxf);
   fly_free(s->u);
   fly_free(s->ub);
   fly_free(s->ccf);

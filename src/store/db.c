@@ -17,6 +17,7 @@
 #include "store/db.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,19 @@ static long long mmap_bytes(const char *path)
   return (double)st.st_size <= 0.25 * (double)pages * (double)psz ? all : 0;
 }
 
+/* SQLite's process-wide settings, before its first use.  Memory
+ * statistics off: with them on, every allocation of every connection takes
+ * one global mutex, which the threads of a run (each with its own
+ * connection, reading pages) then queue on.  flydb reads none of those
+ * statistics.  In a host that has already used SQLite the call is refused
+ * (SQLITE_MISUSE) and SQLite keeps the host's settings. */
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+
+static void sqlite_setup(void)
+{
+  (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
 {
   fly_db *db = NULL;
@@ -236,6 +250,7 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
   int oflags;
 
   *pdb = NULL;
+  pthread_once(&sqlite_once, sqlite_setup);
   if( stat(path, &sb) != 0 ){
     if( errno != ENOENT || !(flags & FLY_DB_CREATE) )
       return fly_fail(err, FLY_IO, "cannot open database %s: %s", path,

@@ -331,7 +331,8 @@ static fly_rc open_pages(fly_db *db, fly_table table, int64_t owner, const fly_p
   if( like ) memcpy(p->meta, like->meta, (size_t)p->info.n_pages * sizeof *p->meta);
   else if( (rc = load_map(p, err)) ) goto done;
 
-  /* Cache slots, all allocated now (calloc: untouched slots cost no RAM). */
+  /* Cache slots, all allocated now; the values untouched (mem.h), so
+   * slots never filled cost no RAM and no time. */
   page_bytes = p->page_vals * sizeof(double);
   n_slots = cache_bytes / page_bytes;
   if( n_slots < 2 ) n_slots = 2;
@@ -339,7 +340,7 @@ static fly_rc open_pages(fly_db *db, fly_table table, int64_t owner, const fly_p
   p->n_slots = (int32_t)n_slots;
   p->slots = fly_alloc_array(n_slots, sizeof *p->slots);
   p->ghost = fly_alloc_array(n_slots, sizeof *p->ghost);
-  p->vals = fly_alloc_array(n_slots, page_bytes);
+  p->vals = fly_alloc_untouched(n_slots, page_bytes);
   p->io_cap = fly_codec_bound(p->page_vals * (size_t)p->info.prec);
   p->io = fly_alloc_array(p->io_cap, 1);
   if( p->info.prec == FLY_PREC_F32 )
@@ -405,7 +406,7 @@ void fly_pages_close(fly_pages *p)
   fly_free(p->slot_of);
   fly_free(p->slots);
   fly_free(p->ghost);
-  fly_free(p->vals);
+  fly_free_untouched(p->vals);
   fly_free(p->io);
   fly_free(p->scratch);
   fly_free(p->keys);

@@ -26,6 +26,29 @@ void *fly_realloc_array(void *p, size_t n, size_t size)
 
 void fly_free(void *p) { free(p); }
 
+/* The mapping's length sits in a header of UNTOUCHED_HEAD bytes before
+ * the block (the only page written here); the block stays 64-aligned. */
+#define UNTOUCHED_HEAD 64
+
+void *fly_alloc_untouched(size_t n, size_t size)
+{
+  if( size && n > (SIZE_MAX - UNTOUCHED_HEAD) / size ) return NULL;
+  size_t len = UNTOUCHED_HEAD + n * size;
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if( m == MAP_FAILED ) return NULL;
+  memcpy(m, &len, sizeof len);
+  return (char *)m + UNTOUCHED_HEAD;
+}
+
+void fly_free_untouched(void *p)
+{
+  if( !p ) return;
+  size_t len;
+  char *m = (char *)p - UNTOUCHED_HEAD;
+  memcpy(&len, m, sizeof len);
+  (void)munmap(m, len);
+}
+
 /* Transparent huge pages are 2 MiB on x86-64 and arm64 (4 KiB base pages);
  * with THP in "madvise" mode (Debian's default) only advised ranges get
  * them.  Only the 2 MiB-aligned interior of the block is advised. */

@@ -15,6 +15,14 @@ void *fly_alloc_array(size_t n, size_t size);
  * in which case p is untouched. */
 void *fly_realloc_array(void *p, size_t n, size_t size);
 void  fly_free(void *p);
+/* n*size zero bytes that this call does not touch: they come straight
+ * from the kernel (an anonymous mapping), so pages never written cost
+ * neither time nor memory.  For a large cache a run may never fill:
+ * calloc may serve such a block from memory freed earlier and then clears
+ * it whole.  NULL on overflow or failure; release with
+ * fly_free_untouched (NULL is a no-op), never with fly_free. */
+void *fly_alloc_untouched(size_t n, size_t size);
+void  fly_free_untouched(void *p);
 /* A large block that will be read at random (an index of N rows): ask the
  * kernel for huge pages, so a random access costs one TLB entry in 2 MiB
  * rather than one in 4 KiB.  Advice only: nothing changes if refused.

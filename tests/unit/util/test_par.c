@@ -41,12 +41,24 @@ typedef struct job {
   double     sum;
   int64_t    next_done;          /* the part done expects next */
   int        order_ok, fail_part, fail_done;
+  int        wait_other;         /* the caller's first part waits for the other thread */
+  atomic_int other_began;
 } job;
 
 static int part_fn(void *u, int64_t i, int t)
 {
   job *j = u;
   atomic_fetch_add(&j->runs[i], 1);
+  if( t == 1 ) atomic_store(&j->other_began, 1);
+  /* on a loaded machine the started thread may be scheduled only after the
+   * caller has taken every part: the caller's first part waits for it
+   * (up to 2 s), so "the started thread ran parts" tests fly_par_run, not
+   * the scheduler */
+  if( t == 0 && j->wait_other ){
+    j->wait_other = 0;
+    struct timespec ms = { 0, 1000000 };
+    for(int k = 0; k < 2000 && !atomic_load(&j->other_began); k++) nanosleep(&ms, NULL);
+  }
   /* about 20 us of work, so both threads get parts */
   double s = 0;
   for(int k = 1; k <= 2000; k++) s += 1.0 / ((double)k * (double)(i + 1) + 0.1 * k);
@@ -71,6 +83,7 @@ static int64_t run_job(job *j, int threads, int fail_part, int fail_done)
   j->order_ok = 1;
   j->fail_part = fail_part;
   j->fail_done = fail_done;
+  j->wait_other = threads == 2;
   fly_par_job pj = { NPARTS, part_fn, done_fn, j };
   return fly_par_run(&pj, threads);
 }
