@@ -423,14 +423,36 @@ static double bound_sum(const fly_model *m, const double *mom,
   return q + l + mom[D * D + D];
 }
 
+/* The key from a row's a(xi) and eps (gap_key, gap_key_n). */
+static double key_of(float xf, double a, double eps, double xnorm)
+{
+  double df = 0x1.0p-23 * xi_of(xf) + 0x1.0p-149;
+  return (1.0 + KAPPA) * fabs(a) * xnorm * xnorm
+       + 2.0 * eps + (1.0 + 1.0 / KAPPA) * fabs(a) * df * df;
+}
+
 static double gap_key(const fly_model *m, const float *xi_row, double xnorm)
 {
   (void)m;
   double a, c, eps;
   jj(xi_row[0], &a, &c, &eps);
-  double df = 0x1.0p-23 * xi_of(xi_row[0]) + 0x1.0p-149;
-  return (1.0 + KAPPA) * fabs(a) * xnorm * xnorm
-       + 2.0 * eps + (1.0 + 1.0 / KAPPA) * fabs(a) * df * df;
+  return key_of(xi_row[0], a, eps, xnorm);
+}
+
+/* gap_key of n rows, the transcendentals in one vectorised pass (jj_parts
+ * gives a row the same bits alone or in a block) */
+static void gap_key_n(const fly_model *m, const float *xi, const double *xnorm, size_t n,
+                      double *out, double *work)
+{
+  (void)m;
+  double *em = work, *lp = work + n;
+  for( size_t i = 0; i < n; i++ ) em[i] = xi_of(xi[i]);
+  jj_parts(em, lp, n);
+  for( size_t i = 0; i < n; i++ ){
+    double a, c, eps;
+    jj_finish(xi_of(xi[i]), em[i], lp[i], &a, &c, &eps);
+    out[i] = key_of(xi[i], a, eps, xnorm[i]);
+  }
 }
 
 static double gap_upper(const fly_model *m, double key, double r)
@@ -557,6 +579,7 @@ static const fly_model_box box_table = {
 
 static const fly_model_thin thin_table = {
   .key    = gap_key,
+  .key_n  = gap_key_n,
   .upper  = gap_upper,
   .radius = fly_model_radius,
   .box    = &box_table,

@@ -93,6 +93,18 @@ double fly_model_slack_p(const fly_model *m, double p_upper)
   return m->slack > 0 ? 1.0 - (1.0 - p_upper) * exp(-m->slack) : p_upper;
 }
 
+void fly_model_keys(const fly_model *m, const float *xi, const double *xnorm, size_t n,
+                    double *out, double *work)
+{
+  const fly_model_thin *t = m->type->thin;
+  if( t->key_n ){
+    t->key_n(m, xi, xnorm, n, out, work);
+    return;
+  }
+  const size_t n_xi = m->type->n_xi(m);
+  for(size_t i = 0; i < n; i++) out[i] = t->key(m, xi + i * n_xi, xnorm[i]);
+}
+
 double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho)
 {

@@ -154,6 +154,11 @@ typedef struct fly_model_box {
  *    d = th - th_map (n_params == D). */
 typedef struct fly_model_thin {
   double (*key)(const fly_model *m, const float *xi_row, double xnorm);
+  /* key_n, optional (NULL: key row by row; fly_model_keys picks): key of
+   * n rows at once, row i's xi at xi + i n_xi and xnorm[i], into out[i],
+   * the same bits as key.  work: work_len(m, n) doubles. */
+  void   (*key_n)(const fly_model *m, const float *xi, const double *xnorm,
+                  size_t n, double *out, double *work);
   double (*upper)(const fly_model *m, double key, double r);
   double (*radius)(const fly_model *m, const double *th, const double *th_map,
                    const double *H, double *work);
@@ -270,6 +275,11 @@ double fly_model_slack_p(const fly_model *m, double p_upper);
 
 double fly_model_gap_upper_rho(const fly_model *m, const float *xi_row,
                                double rho);
+
+/* thin->key of n rows (as key_n describes; m->type->thin set), through
+ * key_n where the model has one.  work: work_len(m, n) doubles. */
+void fly_model_keys(const fly_model *m, const float *xi, const double *xnorm, size_t n,
+                    double *out, double *work);
 
 /* What coef->scan reads of n rows X (stride ldx): Xf = X rounded to f32
  * (stride ldx) and, unless xnorm is NULL, xnorm[i] >= the 2-norm of row

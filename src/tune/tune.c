@@ -773,6 +773,8 @@ typedef struct bwork {
   double *logL;   /* page_rows */
   double *work;   /* type->work_len(m, page_rows) */
   double *rows;   /* page_rows x (n_xi + 1): the page's bound rows */
+  double *xn;     /* page_rows: the rows' |x|_P, then (keys) their keys */
+  double *keys;   /* page_rows */
 } bwork;
 
 static void bwork_free(bwork *b)
@@ -783,6 +785,8 @@ static void bwork_free(bwork *b)
   fly_free(b->logL);
   fly_free(b->work);
   fly_free(b->rows);
+  fly_free(b->xn);
+  fly_free(b->keys);
   memset(b, 0, sizeof *b);
 }
 
@@ -798,7 +802,9 @@ static fly_rc bwork_new(const scan *sc, size_t pages, bwork *b, fly_err *err)
   b->logL = fly_alloc_array(pr, sizeof *b->logL);
   b->work = fly_alloc_array(wl ? wl : 1, sizeof *b->work);
   b->rows = fly_alloc_array(pr, (n_xi + 1) * sizeof *b->rows);
-  if( !b->xid || !b->xf || !b->Y || !b->logL || !b->work || !b->rows ){
+  b->xn = fly_alloc_array(pr, sizeof *b->xn);
+  b->keys = fly_alloc_array(pr, sizeof *b->keys);
+  if( !b->xid || !b->xf || !b->Y || !b->logL || !b->work || !b->rows || !b->xn || !b->keys ){
     bwork_free(b);
     return fly_fail(err, FLY_NOMEM, "bound page buffers (%zu rows)", pr);
   }
@@ -855,19 +861,26 @@ static fly_rc bound_page(scan *sc, const build *bd, const double *th, const doub
                         "parameter %g is not finite at the MAP",
                         (long long)sc->ds, (long long)r + 1, bw->xid[i * n_xi + q]);
     }
-    if( bd->fixed ){
-      row[n_xi] = NAN;
-    }else{
+    if( bd->fixed ) row[n_xi] = NAN;
+  }
+  if( !bd->fixed ){
+    /* the keys of all the rows at once (fly_model_keys) */
+    for(size_t i = 0; i < *n; i++){
       double y2 = 0;
       for(size_t j = 0; j < D; j++) y2 += bw->Y[i * D + j] * bw->Y[i * D + j];
-      double key = m->type->thin ? m->type->thin->key(m, xr, sqrt(y2)) : INFINITY;
+      bw->xn[i] = sqrt(y2);
+    }
+    if( m->type->thin ) fly_model_keys(m, bw->xf, bw->xn, *n, bw->keys, bw->work);
+    else for(size_t i = 0; i < *n; i++) bw->keys[i] = INFINITY;
+    for(size_t i = 0; i < *n; i++){
+      double key = bw->keys[i];
       float kf = (float)key;
       if( (double)kf < key ) kf = nextafterf(kf, INFINITY);
       if( !(key >= 0) )
         return fly_fail(err, FLY_NUMERIC, "data set %lld, row %lld: thinning "
-                        "key %g (|x|_P = %g) is not a number >= 0",
-                        (long long)sc->ds, (long long)r + 1, key, sqrt(y2));
-      row[n_xi] = kf;
+                        "key %g (|x|_P = %g) is not a number >= 0", (long long)sc->ds,
+                        (long long)(k * sc->page_rows + (int64_t)i) + 1, key, bw->xn[i]);
+      bw->rows[i * (n_xi + 1) + n_xi] = kf;
     }
   }
   m->type->moments_add(m, X, sc->ldx, bw->xf, *n, mom, bw->work);

@@ -846,9 +846,10 @@ static void prop_gap(const mcase *c, size_t ci)
   double *X = mk_rows(&m, &r, N, 2.0);
   float *xi = malloc(N * NX * sizeof *xi);
   double *xo = malloc(N * NX * sizeof *xo), *xn = malloc(N * sizeof *xn);
-  double *key = malloc(N * sizeof *key);
+  double *key = malloc(N * sizeof *key), *keyn = malloc(N * sizeof *keyn);
   double *lL = malloc(N * sizeof *lL), *lB = malloc(N * sizeof *lB);
   double *w = malloc(m.type->work_len(&m, N) * sizeof *w);
+  long keys_differ = 0;
   long n = 0, viol = 0, ratio_n = 0, loose = 0, caught = 0;
   double worst = 0, ratio_max = 0, ratio_min = INFINITY;
   int reps = c->type == &fly_model_robust ? 12 : 20;
@@ -867,6 +868,9 @@ static void prop_gap(const mcase *c, size_t ci)
       xn[i] = (i % 2) ? (double)(float)sqrt(q) : sqrt(q);
       key[i] = m.type->thin->key(&m, xi + i * NX, xn[i]);
     }
+    /* all rows at once (key_n where the model has one): the same bits */
+    fly_model_keys(&m, xi, xn, N, keyn, w);
+    for( size_t i = 0; i < N; i++ ) keys_differ += memcmp(&keyn[i], &key[i], sizeof *key) != 0;
     static const double scales[] = { 0, 1e-14, 1e-10, 1e-6, 1e-3, 1e-1, 1, 3, 30, 1e3 };
     for( int si = 0; si < 10; si++ )
       for( int dir = 0; dir < 8; dir++ ){
@@ -901,6 +905,8 @@ static void prop_gap(const mcase *c, size_t ci)
       caught += ratio < 2;                          /* a halved bound fails here */
     }
   }
+  TAP_OK(keys_differ == 0, "%s: fly_model_keys%s gives thin->key's bits on every row "
+         "(%ld differ)", c->name, m.type->thin->key_n ? " (key_n)" : "", keys_differ);
   TAP_OK(viol == 0, "%s: gap <= gap_upper(thin->key, radius) on %ld rows x theta (%ld bad, "
         "worst excess %.3g)", c->name, n, viol, worst);
   if( c->sharp > 0 ){
@@ -1005,7 +1011,7 @@ static void prop_gap(const mcase *c, size_t ci)
     TAP_OK(bad0 == 0, "%s: xnorm = 0: the key covers eps and rounding at the MAP (%ld bad)",
           c->name, bad0);
   }
-  free(X); free(xi); free(xo); free(xn); free(key); free(lL); free(lB); free(w);
+  free(X); free(xi); free(xo); free(xn); free(key); free(keyn); free(lL); free(lB); free(w);
 }
 
 /* ---- the sketch's bounds: rho per row ------------------------------------------- */
