@@ -525,6 +525,11 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   if( c->z != FLY_Z_REGULAR && (rc = fly_pages_open(db, FLY_TABLE_BOUND, bs, 0, &bmap, err)) )
     goto done;
 
+  /* The sketches spare a candidate's row its read, and with every row in
+   * memory a read costs less than the check (zstep_gibbs.c checks only
+   * rows that would cost a fetch): they would be built and never looked
+   * at.  Whether they are cannot change a draw (sketch.h). */
+  int sketched = c->z == FLY_Z_GIBBS && c->sketch && !Xall;
   if( c->z == FLY_Z_GIBBS ){
     /* The bucket index with the sketches in its records, on as many
      * threads as there are processors (up to 4): two passes over the bound
@@ -533,10 +538,10 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int nt = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (int)ncpu;
     if( (rc = fly_index_build(db_path, ds, bs, bmap, dmap, &m,
-                              c->sketch ? bd->chol_key : NULL, Xall, nt, &bk, &sk, err)) )
+                              sketched ? bd->chol_key : NULL, Xall, nt, &bk, &sk, err)) )
       goto done;
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
-        c->sketch ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
+        sketched ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);
   }
   /* The bright floor (docs/design.md §20): tuning above ran without it. */
   if( c->bright_floor < 0 )
@@ -548,7 +553,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
   cc.m = &m;
   cc.bounds = bd;
   cc.buckets = c->z == FLY_Z_GIBBS ? &bk : NULL;
-  cc.sketch = c->sketch ? &sk : NULL;
+  cc.sketch = sketched ? &sk : NULL;
   cc.N = dset->n_rows;
   cc.W = (size_t)dset->width;
   cc.z = c->z;
