@@ -133,8 +133,14 @@ fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *gra
   if( B ){
     fly_rc rc = fly_chain_ev_reserve(c, B, err);
     if( rc ) return rc;
+    /* with eval_sd the gradient below reuses the rows' products with th */
+    const fly_model_coef *cf = m->type->coef;
+    int sd = c->nc && cf->eval_sd && grad;
     if( c->nc ){
-      m->type->coef->eval(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
+      if( sd )
+        cf->eval_sd(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->sd, c->work);
+      else
+        cf->eval(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->work);
       fly_model_slack_logB(m, c->logB, B);
     }else
       m->type->eval(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, c->work);
@@ -146,9 +152,10 @@ fly_rc fly_chain_flymc_logp(void *ctx, const double *th, double *lp, double *gra
        * grad log B (logL, logB are free again and hold the weights). */
       fly_inv_p_bright_n(c->br.gap_new, c->logL, B);
       for(size_t i = 0; i < B; i++) c->logB[i] = -c->logL[i];
-      if( c->nc )
-        m->type->coef->grad(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB,
-                           grad, c->work);
+      if( sd )
+        cf->grad_sd(m, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, c->sd, grad, c->work);
+      else if( c->nc )
+        cf->grad(m, th, c->br.X, c->W, c->br.coef, B, c->logL, c->logB, grad, c->work);
       else
         m->type->grad(m, th, c->br.X, c->W, c->br.xi, B, c->logL, c->logB, grad, c->work);
     }
@@ -349,6 +356,7 @@ void fly_chain_close(fly_chain *c)
   fly_free(c->logL);
   fly_free(c->logB);
   fly_free(c->work);
+  fly_free(c->sd);
   fly_free(c->ones);
   fly_free(c->cid);
   fly_free(c->cX);

@@ -88,6 +88,7 @@ struct fly_chain {
   fly_bright br;              /* FlyMC modes: the bright rows */
   /* evaluation buffers */
   double    *logL, *logB, *work, *ones;
+  double    *sd;              /* 2 ev_cap: eval_sd's, for grad_sd (model.h) */
   size_t     ev_cap;
   /* candidates: rows read in one batch, with their data, bound rows,
    * xi and gaps */

@@ -18,12 +18,14 @@ fly_rc fly_chain_ev_reserve(fly_chain *c, size_t n, fly_err *err)
   if( b ) c->logB = b;
   double *w = fly_realloc_array(c->work, wl ? wl : 1, sizeof(double));
   if( w ) c->work = w;
+  double *sd = fly_realloc_array(c->sd, cap, 2 * sizeof(double));
+  if( sd ) c->sd = sd;
   double *o = fly_realloc_array(c->ones, cap, sizeof(double));
   if( o ){
     c->ones = o;
     for(size_t i = 0; i < cap; i++) o[i] = 1.0;
   }
-  if( !a || !b || !w || !o ) return fly_fail(err, FLY_NOMEM, "evaluation buffers (%zu rows)", cap);
+  if( !a || !b || !w || !sd || !o ) return fly_fail(err, FLY_NOMEM, "evaluation buffers (%zu rows)", cap);
   c->ev_cap = cap;
   return FLY_OK;
 }

@@ -249,6 +249,41 @@ static void eval_coef(const fly_model *m, const double *th, const double *X,
     }
 }
 
+/* eval_coef, with sd = (s_i, sigma(-s_i)) for grad_sd: one exp and one
+ * log1p a row give log sigma (the same bits as fly_vlogsig) and the
+ * derivative. */
+static void eval_sd(const fly_model *m, const double *th, const double *X, size_t ldx,
+                    const double *cf, size_t n, double *logL, double *logB, double *sd,
+                    double *work)
+{
+  (void)work;
+  if( n == 0 ) return;
+  double *s = sd, *ds = sd + n;
+  lin(m, th, X, ldx, n, s);
+  for( size_t i = 0; i < n; i++ ) s[i] *= tsign(X, ldx, m->tcol, i);
+  fly_vlogsig_dsig(s, logL, ds, n);
+  if( logB )
+    for( size_t i = 0; i < n; i++ )
+      logB[i] = cf[NC * i] * s[i] * s[i] + 0.5 * s[i] + cf[NC * i + 1];
+}
+
+/* grad_coef from eval_sd's s and sigma(-s). */
+static void grad_sd(const fly_model *m, const double *X, size_t ldx, const double *cf,
+                    size_t n, const double *wL, const double *wB, const double *sd,
+                    double *g, double *work)
+{
+  if( n == 0 || m->D == 0 ) return;
+  const double *s = sd, *ds = sd + n;
+  for( size_t i = 0; i < n; i++ ){
+    double k = 0;
+    if( wL ) k += wL[i] * ds[i];
+    if( wB && wB[i] != 0 ) k += wB[i] * (2.0 * cf[NC * i] * s[i] + 0.5);
+    work[i] = k * tsign(X, ldx, m->tcol, i);
+  }
+  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
+              work, 1, 1.0, g, 1);
+}
+
 /* Screen of a gibbs scan (model.h: scan_upper).  log sigma(s) - s/2 =
  * -l(s), l(s) = log(2 cosh(s/2)) even and convex with l'(xi) =
  * tanh(xi/2)/2 = 2|a| xi, and c = |a| xi^2 - l(xi) - eps (jj), so the
@@ -565,6 +600,8 @@ static const fly_model_coef coef_table = {
   .make = coef,
   .eval = eval_coef,
   .grad = grad_coef,
+  .eval_sd = eval_sd,
+  .grad_sd = grad_sd,
   .scan = scan_upper,
 };
 

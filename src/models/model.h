@@ -88,6 +88,18 @@ typedef struct fly_model_coef {
   void   (*grad)(const fly_model *m, const double *th, const double *X,
                  size_t ldx, const double *coef, size_t n, const double *wL,
                  const double *wB, double *g, double *work);
+  /* Optional, both or neither (NULL: eval, then grad): eval_sd is eval
+   * (logL, logB the same bits) that also leaves in sd (2n doubles) what
+   * grad_sd needs of the rows at th, and grad_sd is grad from sd, without
+   * th: a value and gradient then multiply the rows by th once, not
+   * twice, and take the likelihood's derivative from eval's vectorised
+   * pass (g within a few ulps of grad's). */
+  void   (*eval_sd)(const fly_model *m, const double *th, const double *X,
+                    size_t ldx, const double *coef, size_t n, double *logL,
+                    double *logB, double *sd, double *work);
+  void   (*grad_sd)(const fly_model *m, const double *X, size_t ldx,
+                    const double *coef, size_t n, const double *wL,
+                    const double *wB, const double *sd, double *g, double *work);
 
   /* Optional (NULL: no screen): a screen for a gibbs scan, which draws u_i
    * for every dark row and turns it bright when u_i < p_i =

@@ -589,7 +589,8 @@ static void prop_collapsed(const mcase *c, size_t ci)
 
 /* ---- kept coefficients, rows alone ---------------------------------------------- */
 
-enum { COEF_EVAL = 1, COEF_EVAL_L = 2, COEF_GRAD = 4, COEF_GRAD_L = 8 };
+enum { COEF_EVAL = 1, COEF_EVAL_L = 2, COEF_GRAD = 4, COEF_GRAD_L = 8, COEF_SD_EVAL = 16,
+       COEF_SD_GRAD = 32 };
 
 /* Bit mask of the COEF_ checks that differ at th (0: all the same). */
 static int coef_mismatch(const fly_model *m, const double *th, const double *X,
@@ -617,6 +618,26 @@ static int coef_mismatch(const fly_model *m, const double *th, const double *X,
   m->type->grad(m, th, X, ldx, xi, N, wL, NULL, g1, w);
   m->type->coef->grad(m, th, X, ldx, NULL, N, wL, NULL, g2, w);
   if( memcmp(g1, g2, P * sizeof *g1) ) bad |= COEF_GRAD_L;
+  if( m->type->coef->eval_sd ){
+    /* eval_sd: eval's bits; grad_sd: grad's within a few ulps of the
+     * terms' scale (the derivative from another exp) */
+    double *sd = malloc(2 * N * sizeof *sd);
+    m->type->coef->eval(m, th, X, ldx, cf, N, l1, b1, w);
+    m->type->coef->eval_sd(m, th, X, ldx, cf, N, l2, b2, sd, w);
+    if( memcmp(l1, l2, N * sizeof *l1) || memcmp(b1, b2, N * sizeof *b1) ) bad |= COEF_SD_EVAL;
+    for( size_t j = 0; j < P; j++ ) g1[j] = g2[j] = 0.5 * (double)j;
+    m->type->coef->grad(m, th, X, ldx, cf, N, wL, wB, g1, w);
+    m->type->coef->grad_sd(m, X, ldx, cf, N, wL, wB, sd, g2, w);
+    double scale = 1;
+    for( size_t i = 0; i < N; i++ ){
+      double xm = 0;
+      for( size_t j = 0; j < P; j++ ) xm = fmax(xm, fabs(X[i * ldx + j]));
+      scale += (fabs(wL[i]) + (wB ? fabs(wB[i]) : 0) * (1 + fabs(l1[i]) + fabs(b1[i]))) * xm;
+    }
+    for( size_t j = 0; j < P; j++ )
+      if( !(fabs(g1[j] - g2[j]) <= 1e-14 * scale) ) bad |= COEF_SD_GRAD;
+    free(sd);
+  }
   free(cf); free(w); free(l1); free(b1); free(l2); free(b2);
   return bad;
 }
@@ -675,6 +696,11 @@ static void prop_coef_rowwise(const mcase *c, size_t ci)
   TAP_OK(!(bad & COEF_EVAL_L), "%s: coef->eval without logB == eval without logB", c->name);
   TAP_OK(!(bad & COEF_GRAD), "%s: coef->grad(coef->make(xi)) == grad(xi) bit for bit", c->name);
   TAP_OK(!(bad & COEF_GRAD_L), "%s: coef->grad without wB == grad without wB", c->name);
+  if( m.type->coef->eval_sd ){
+    TAP_OK(!(bad & COEF_SD_EVAL), "%s: coef->eval_sd == coef->eval bit for bit", c->name);
+    TAP_OK(!(bad & COEF_SD_GRAD), "%s: coef->grad_sd(eval_sd's sd) == coef->grad within "
+           "1e-14 of the terms' scale", c->name);
+  }
   free(X); free(xi); free(wL); free(wB);
 
   /* D = 21 (8 for softmax): there OpenBLAS's dgemv rounds a row by its
