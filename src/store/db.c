@@ -298,7 +298,9 @@ fly_rc fly_db_open(const char *path, int flags, fly_db **pdb, fly_err *err)
   /* After check_identity: a negative cache_size is turned into a page count
    * with the page size of the moment, and a new file only now has its
    * own page size.  16 MiB of SQLite cache; decoded pages have their own. */
-  if( rc == FLY_OK ) rc = fly_db_exec(db, "PRAGMA cache_size=-16384", err);
+  if( rc == FLY_OK )
+    rc = fly_db_exec(db, (flags & FLY_DB_FAST) ? "PRAGMA cache_size=-2048"
+                                               : "PRAGMA cache_size=-16384", err);
   /* Prepared once, so a read transaction per z step allocates nothing
    * (sqlite3_exec compiles its SQL at every call). */
   if( rc == FLY_OK ) rc = fly_db_prepare(db, "BEGIN", &db->st_begin, err);
