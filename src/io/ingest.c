@@ -117,8 +117,10 @@ static int interrupted(const fly_ingest_opts *o)
 
 /* Distinct texts of one column, by code (first-seen order): a hash table of
  * codes over an arena of NUL-terminated labels.  val is the stored number
- * of a text seen while the column was numeric. */
-typedef struct lvl { size_t off, len; int64_t count; double val; } lvl;
+ * of a text seen while the column was numeric.  key: the text's short key
+ * (short_key), which with its length identifies a text of at most 8
+ * bytes, so most lookups compare two numbers instead of the bytes. */
+typedef struct lvl { size_t off, len; int64_t count; double val; uint64_t key; } lvl;
 
 typedef struct dict {
   char     *txt;              /* labels, NUL-terminated */
@@ -145,27 +147,50 @@ static int dict_init(dict *d)
   return d->tab != NULL;
 }
 
-static uint64_t hash_text(const char *s, size_t n)
+/* Up to 8 bytes of s[0..n) in one number, with no byte outside it read:
+ * for 4 <= n <= 8 the first and the last four (together every byte), for
+ * n < 4 bytes 0, n/2 and n-1 (every byte), for longer texts their first
+ * and last four only.  Two texts of one length <= 8 with one key are the
+ * same text (the typing of categorical cells, a short label each, then
+ * compares no bytes). */
+static inline uint64_t short_key(const char *s, size_t n)
 {
-  uint64_t x = UINT64_C(1469598103934665603);
-  for(size_t i = 0; i < n; i++) x = (x ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
-  return x;
+  uint32_t a, b;
+  if( n >= 4 ){
+    memcpy(&a, s, 4);
+    memcpy(&b, s + n - 4, 4);
+    return (uint64_t)a | (uint64_t)b << 32;
+  }
+  if( n == 0 ) return 0;
+  return (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[n / 2] << 8 |
+         (uint64_t)(unsigned char)s[n - 1] << 16;
+}
+
+/* The table slot to start probing at for a text of length n and short key
+ * k (a multiplicative hash; longer texts add an FNV-1a hash of every
+ * byte). */
+static size_t hash_of(const char *s, size_t n, uint64_t k)
+{
+  uint64_t x = (k ^ (uint64_t)n << 59) * UINT64_C(0x9E3779B97F4A7C15);
+  if( n > 8 ){
+    uint64_t f = UINT64_C(1469598103934665603);
+    for(size_t i = 0; i < n; i++) f = (f ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
+    x ^= f * UINT64_C(0xC2B2AE3D27D4EB4F);
+  }
+  return (size_t)(x >> 32 ^ x);
 }
 
 /* Text s[0..n) in d: its code + 1, or 0 (then *slot is where to insert). */
 static uint32_t dict_find(const dict *d, const char *s, size_t n, size_t *slot)
 {
-  size_t m = d->tab_cap - 1, h = (size_t)hash_text(s, n) & m;
+  uint64_t k = short_key(s, n);
+  size_t m = d->tab_cap - 1, h = hash_of(s, n, k) & m;
   for(;; h = (h + 1) & m){
     uint32_t c = d->tab[h];
     if( c == 0 ){ *slot = h; return 0; }
     const lvl *e = &d->e[c - 1];
-    if( e->len == n ){                     /* short texts: no memcmp call */
-      const char *t = d->txt + e->off;
-      size_t i = 0;
-      while( i < n && t[i] == s[i] ) i++;
-      if( i == n ) return c;
-    }
+    if( e->len == n && e->key == k && (n <= 8 || memcmp(d->txt + e->off, s, n) == 0) )
+      return c;
   }
 }
 
@@ -194,7 +219,7 @@ static int64_t dict_add(dict *d, const char *s, size_t n, size_t slot,
   d->e = e;
   memcpy(d->txt + d->txt_len, s, n);
   d->txt[d->txt_len + n] = 0;
-  e[d->n] = (lvl){ d->txt_len, n, 1, val };
+  e[d->n] = (lvl){ d->txt_len, n, 1, val, short_key(s, n) };
   d->txt_len += n + 1;
   d->tab[slot] = (uint32_t)++d->n;
   if( 2 * d->n >= d->tab_cap ){            /* keep the load under 1/2 */
@@ -202,7 +227,7 @@ static int64_t dict_add(dict *d, const char *s, size_t n, size_t slot,
     uint32_t *tab = fly_alloc_array(cap, sizeof *tab);
     if( !tab ) return -1;
     for(size_t c = 0; c < d->n; c++){
-      size_t h = (size_t)hash_text(d->txt + e[c].off, e[c].len) & m;
+      size_t h = hash_of(d->txt + e[c].off, e[c].len, e[c].key) & m;
       while( tab[h] ) h = (h + 1) & m;
       tab[h] = (uint32_t)(c + 1);
     }

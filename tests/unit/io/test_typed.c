@@ -240,12 +240,72 @@ static void test_design(void)
   fly_db_close(db);
 }
 
+/* Labels that the level dictionary's short keys must tell apart: every
+ * length 1 .. 12, texts of one length differing in one byte at each
+ * place (first, middle, last; inside the middle of a long text, which its
+ * key does not see), permutations, and a prefix of another.  Each row's
+ * code must name its own label, and there must be as many levels as
+ * distinct labels, each counted once per row. */
+static void test_labels(void)
+{
+  static const char *lab[] = {
+    "a", "b", "ab", "ba", "aa", "abc", "acb", "abd", "xbc", "axc", "abcd", "abce", "xbcd", "abxd",
+    "abcde", "abxde", "abcdf", "abcdef", "abxdef", "abcdeg", "abcdefg", "abcXefg",
+    "abcdefgh", "abcdXfgh", "abcdefgX", "Xbcdefgh", "aaaaXbbbb", "aaaaYbbbb", "aaaaXbbbbb",
+    "aaaaYbbbbb", "aaaabXbbbbb", "aaaabYbbbbb", "abcdefghijkl", "abcdefghijkm", "0", "00",
+    "000", "0000", "00000", "000000000"
+  };
+  /* and 300 texts of 11 bytes with one first and one last four bytes
+   * (one short key: only their middles tell them apart) */
+  enum { NFIX = sizeof lab / sizeof *lab, NGEN = 300 };
+  static char gen[NGEN][16];
+  const char *all[NFIX + NGEN];
+  for(size_t i = 0; i < NFIX; i++) all[i] = lab[i];
+  for(size_t i = 0; i < NGEN; i++){
+    snprintf(gen[i], sizeof gen[i], "pppp%03zuqqqq", i);
+    all[NFIX + i] = gen[i];
+  }
+  const size_t n = NFIX + NGEN;
+#define lab all
+  char *csv = malloc(64 * 3 * n + 16);
+  size_t len = (size_t)sprintf(csv, "c,y\n");
+  for(int rep = 0; rep < 3; rep++)
+    for(size_t i = 0; i < n; i++) len += (size_t)sprintf(csv + len, "%s,%d\n", lab[(i * 7 + (size_t)rep) % n], (int)(i % 2));
+  fly_err err = {0};
+  fly_rc rc = ingest(csv, "labels", "c", NULL, NULL, &err);
+  TAP_OK(rc == FLY_OK, "labels of length 1..12 and 300 with one short key: ingested (%s)", rc ? err.msg : "ok");
+  fly_db *db = NULL;
+  fly_dataset *ds = NULL;
+  int64_t id = 0, nr = 0;
+  size_t w = 0;
+  if( fly_db_open(path, 0, &db, &err) ){ free(csv); return; }
+  fly_dataset_find(db, "labels", &id, NULL);
+  double *rows = rows_of(db, id, &nr, &w);
+  fly_dataset_load(db, id, &ds, NULL);
+  const fly_dataset_column *c = ds ? fly_dataset_column_find(ds, "c") : NULL;
+  int right = rows && c && c->n_levels == n && nr == (int64_t)(3 * n);
+  for(int rep = 0; right && rep < 3; rep++)
+    for(size_t i = 0; right && i < n; i++){
+      double v = rows[(size_t)rep * n * w + i * w + (w - 2)];   /* [1] c y */
+      right = strcmp(label(ds, "c", (size_t)v), lab[(i * 7 + (size_t)rep) % n]) == 0;
+    }
+  for(size_t k = 0; right && k < n; k++) right = c->level_counts[k] == 3;
+  TAP_OK(right, "each of %zu labels its own level (%zu levels), each row its label, "
+         "each counted 3 times", n, c ? c->n_levels : 0);
+#undef lab
+  free(rows);
+  fly_dataset_free(ds);
+  fly_db_close(db);
+  free(csv);
+}
+
 int main(void)
 {
   snprintf(dir, sizeof dir, "/tmp/flydb_typed_XXXXXX");
   if( !mkdtemp(dir) ){ perror("mkdtemp"); return 2; }
   snprintf(path, sizeof path, "%s/t.db", dir);
   test_detect();
+  test_labels();
   test_design();
   unlink(path);
   rmdir(dir);
