@@ -23,8 +23,6 @@ typedef struct shared {
   fly_buckets     *b;
   fly_sketch      *s;            /* NULL: no sketches */
   const fly_pages *bp, *dp;      /* the caller's handles: the workers' maps */
-  const double    *X;            /* all rows in memory, or NULL: the data pages */
-  size_t           W;            /* values a row of X */
   int64_t          next[2];      /* each phase's next chunk */
   int              failed;
 } shared;
@@ -48,7 +46,7 @@ static void *work(void *arg)
   int began = 0;
   fly_rc rc = fly_db_open(sh->path, FLY_DB_READONLY, &db, &w->err);
   if( rc == FLY_OK ) rc = fly_pages_open_like(db, FLY_TABLE_BOUND, sh->bs, sh->bp, 0, &bp, &w->err);
-  if( rc == FLY_OK && w->phase == 1 && sh->s && !sh->X )
+  if( rc == FLY_OK && w->phase == 1 && sh->s )
     rc = fly_pages_open_like(db, FLY_TABLE_DATA, sh->ds, sh->dp, 0, &dp, &w->err);
   if( rc == FLY_OK ) began = fly_db_read_begin(db);   /* one snapshot for the pass */
   while( rc == FLY_OK && !__atomic_load_n(&sh->failed, __ATOMIC_RELAXED) ){
@@ -62,8 +60,7 @@ static void *work(void *arg)
      * whole: one random write a row */
     int64_t r0 = c * b->chunk_rows;
     int64_t n = b->N - r0 < b->chunk_rows ? b->N - r0 : b->chunk_rows;
-    if( sh->s && sh->X ) rc = fly_sketch_fill_mem(sh->X, sh->W, sh->s, r0, n, w->codes, &w->err);
-    else if( dp ) rc = fly_sketch_fill_rows(dp, sh->s, r0, n, w->codes, &w->err);
+    if( dp ) rc = fly_sketch_fill_rows(dp, sh->s, r0, n, w->codes, &w->err);
     if( rc == FLY_OK ) rc = fly_buckets_place(bp, b, w->ws, c, w->codes, &w->err);
   }
   if( rc ) __atomic_store_n(&sh->failed, 1, __ATOMIC_RELAXED);
@@ -93,7 +90,7 @@ static fly_rc phase(worker *w, int nt, int ph, fly_err *err)
 
 fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pages *bmap,
                        const fly_pages *dmap, const fly_model *m, const double *L,
-                       const double *X, int threads, fly_buckets *b, fly_sketch *s,
+                       int threads, fly_buckets *b, fly_sketch *s,
                        fly_err *err)
 {
   shared sh;
@@ -101,7 +98,6 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pa
   fly_buckets_ws *ws[MAX_THREADS];
   fly_db *db = NULL;
   fly_pages *bp = NULL, *dp = NULL;
-  size_t dp_width = 0;
   int nt = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
   fly_rc rc;
 
@@ -117,7 +113,6 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pa
   if( rc == FLY_OK ){
     const fly_pages_info *bi = fly_pages_info_of(bp), *di = dp ? fly_pages_info_of(dp) : NULL;
     int64_t unit = di ? di->page_rows : bi->page_rows;
-    dp_width = di ? di->width : 0;
     if( di && di->n_rows != bi->n_rows )
       rc = fly_fail(err, FLY_CORRUPT, "data set %lld has %lld rows, its bound set %lld "
                     "%lld", (long long)ds, (long long)di->n_rows, (long long)bs,
@@ -141,8 +136,6 @@ fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pa
     sh.s = L ? s : NULL;
     sh.bp = bp;
     sh.dp = dp;
-    sh.X = X;
-    sh.W = dp_width;
     for(int t = 0; t < nt; t++){ w[t].sh = &sh; w[t].ws = ws[t]; }
     rc = phase(w, nt, 0, err);
   }

@@ -5,8 +5,7 @@
  *
  * Two phases, each a pass over the chunks that the threads take in turn:
  * the first counts each chunk's rows into the buckets (bound pages); the
- * second encodes each chunk's sketches (data pages, or the rows in memory
- * when the caller has them) and places its rows
+ * second encodes each chunk's sketches (data pages) and places its rows
  * (bound pages again), each record written whole at its position.  So the
  * records are written once each, the memory is the index's alone (no map
  * from rows to positions, a chunk's codes a thread), and a candidate's row
@@ -26,16 +25,13 @@
  * db_path for model m, on `threads` threads (at least 1; fewer if they
  * cannot be started).  With L (fly_bounds.chol_key: D x D lower) each
  * record's tail holds the row's sketch, and *s is the sketch with its
- * codes placed there (fly_sketch_init_placed); with L NULL there is no
- * sketch and *s is zeroed.  X: all rows of ds in memory (row r's values
- * at X + r width, as the pages decode them), which the sketches are then
- * encoded from; NULL: they decode the data pages.  bmap, dmap: open
+ * codes placed there (fly_sketch_init_placed), encoded from the data
+ * pages; with L NULL there is no sketch and *s is zeroed.  bmap, dmap: open
  * handles (on any connection to the file) on bound set bs's and data set
  * ds's pages, whose maps the index's handles copy (fly_pages_open_like),
  * or NULL to read them.  On failure b and s are freed. */
 fly_rc fly_index_build(const char *db_path, int64_t ds, int64_t bs, const fly_pages *bmap,
                        const fly_pages *dmap, const fly_model *m, const double *L,
-                       const double *X, int threads, fly_buckets *b, fly_sketch *s,
-                       fly_err *err);
+                       int threads, fly_buckets *b, fly_sketch *s, fly_err *err);
 
 #endif

@@ -238,18 +238,23 @@ fly_rc fly_sketch_init_placed(const fly_pages_info *in, const fly_model *m,
   return FLY_OK;
 }
 
-/* fly_sketch_fill_rows and fly_sketch_fill_mem: rows row0 .. row0 + n_rows
- * of width W, page by page from data's pages or from X (all rows, row r
- * at X + r W) when X is set. */
-static fly_rc fill_rows(fly_pages *data, const double *X, size_t W, fly_sketch *s,
-                        int64_t row0, int64_t n_rows, uint8_t *out, fly_err *err)
+/* Rows row0 .. row0 + n_rows of data's pages (whole pages), page by
+ * page: each page's features whitened with one dtrsm, then encoded. */
+fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n_rows,
+                            uint8_t *out, fly_err *err)
 {
-  const size_t D = s->D;
+  const fly_pages_info *in = fly_pages_info_of(data);
+  const size_t D = s->D, W = in->width;
   const int64_t pr = s->page_rows > 0 ? s->page_rows : 1;
   double *page = NULL, *Y = NULL;
   int64_t n_none = 0;
   fly_rc rc = FLY_OK;
 
+  if( in->n_rows != s->N || in->page_rows != s->page_rows || in->n_pages != s->n_pages )
+    return fly_fail(err, FLY_MISUSE, "sketch: pages of %lld rows (%lld a page, %zu "
+                    "values a row) for sketches of %lld rows (%lld a page, %zu features)",
+                    (long long)in->n_rows, (long long)in->page_rows, in->width,
+                    (long long)s->N, (long long)s->page_rows, s->D);
   if( W < D )
     return fly_fail(err, FLY_MISUSE, "sketch: rows of %zu values for sketches of %zu "
                     "features", W, D);
@@ -258,24 +263,18 @@ static fly_rc fill_rows(fly_pages *data, const double *X, size_t W, fly_sketch *
     return fly_fail(err, FLY_MISUSE, "sketch: rows %lld..%lld are not whole pages of "
                     "%lld rows", (long long)row0, (long long)(row0 + n_rows),
                     (long long)pr);
-  page = X ? NULL : fly_alloc_array((size_t)pr, W * sizeof *page);
+  page = fly_alloc_array((size_t)pr, W * sizeof *page);
   Y = fly_alloc_array((size_t)pr, D * sizeof *Y);
-  if( (!X && !page) || !Y ){
+  if( !page || !Y ){
     rc = fly_fail(err, FLY_NOMEM, "sketch buffers");
     goto done;
   }
   for(int64_t pg = row0 / pr; pg * pr < row0 + n_rows; pg++){
     size_t n = 0;     /* page_rows, or the rest in the last page: fly_pages_open checks */
     int64_t row = pg * pr;
-    const double *rows = page;
-    if( X ){
-      n = (size_t)(s->N - row < pr ? s->N - row : pr);
-      rows = X + (size_t)row * W;
-    }else if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ){
-      goto done;
-    }
+    if( (rc = fly_pages_read_page(data, pg, page, &n, err)) ) goto done;
     for(size_t i = 0; i < n; i++)
-      memcpy(Y + i * D, rows + i * W, D * sizeof *Y);
+      memcpy(Y + i * D, page + i * W, D * sizeof *Y);
     /* Y = X_D L^-T: row i is L^-1 x_i */
     if( n )
       cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
@@ -293,24 +292,6 @@ done:
   fly_free(page);
   fly_free(Y);
   return rc;
-}
-
-fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n_rows,
-                            uint8_t *out, fly_err *err)
-{
-  const fly_pages_info *in = fly_pages_info_of(data);
-  if( in->n_rows != s->N || in->page_rows != s->page_rows || in->n_pages != s->n_pages )
-    return fly_fail(err, FLY_MISUSE, "sketch: pages of %lld rows (%lld a page, %zu "
-                    "values a row) for sketches of %lld rows (%lld a page, %zu features)",
-                    (long long)in->n_rows, (long long)in->page_rows, in->width,
-                    (long long)s->N, (long long)s->page_rows, s->D);
-  return fill_rows(data, NULL, in->width, s, row0, n_rows, out, err);
-}
-
-fly_rc fly_sketch_fill_mem(const double *X, size_t W, fly_sketch *s, int64_t row0,
-                           int64_t n_rows, uint8_t *out, fly_err *err)
-{
-  return fill_rows(NULL, X, W, s, row0, n_rows, out, err);
 }
 
 fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err)

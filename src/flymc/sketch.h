@@ -81,10 +81,6 @@ fly_rc fly_sketch_fill(fly_pages *data, fly_sketch *s, fly_err *err);
  * pages (its own connection); n_none is added to atomically. */
 fly_rc fly_sketch_fill_rows(fly_pages *data, fly_sketch *s, int64_t row0, int64_t n,
                             uint8_t *out, fly_err *err);
-/* The same from all N rows in memory, row r's W values at X + r W (the
- * pages' decoded values: the same codes as fly_sketch_fill_rows). */
-fly_rc fly_sketch_fill_mem(const double *X, size_t W, fly_sketch *s, int64_t row0,
-                           int64_t n, uint8_t *out, fly_err *err);
 
 /* fly_sketch_init for codes in the caller's memory: slot i's code is at
  * base + i * stride (FLY_SKETCH_BYTES of it: the tails of the bucket

@@ -538,7 +538,7 @@ static fly_rc run_job(const char *db_path, fly_run_cfg *c, int64_t ds, int64_t r
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int nt = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (int)ncpu;
     if( (rc = fly_index_build(db_path, ds, bs, bmap, dmap, &m,
-                              sketched ? bd->chol_key : NULL, Xall, nt, &bk, &sk, err)) )
+                              sketched ? bd->chol_key : NULL, nt, &bk, &sk, err)) )
       goto done;
     say(hooks, "gibbs: thinning index%s of %lld rows built in %.1f s",
         sketched ? " and row sketches" : "", (long long)dset->n_rows, now() - ti);

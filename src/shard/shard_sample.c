@@ -485,7 +485,7 @@ static fly_rc open_parts(sjob *j, char (*paths)[4096], const fly_shard_map *r,
     fly_db_close(db);
     if( rc == FLY_OK && c->z == FLY_Z_GIBBS )
       rc = fly_index_build(p->path, p->ds, p->bs, NULL, NULL, &j->m,
-                           c->sketch ? p->bd->chol_key : NULL, NULL, 1, &p->bk, &p->sk, err);
+                           c->sketch ? p->bd->chol_key : NULL, 1, &p->bk, &p->sk, err);
     if( rc == FLY_OK ){
       fly_chain_cfg *cc = &p->cc;
       memset(cc, 0, sizeof *cc);

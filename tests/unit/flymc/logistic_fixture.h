@@ -117,7 +117,7 @@ static inline fly_rc fx_index(fly_db *db, int64_t bs, int64_t ds, const fly_mode
                               const double *L, fly_buckets *bk, fly_sketch *sk,
                               fly_err *err)
 {
-  return fly_index_build(fly_db_path(db), ds, bs, NULL, NULL, m, L, NULL, 2, bk, sk, err);
+  return fly_index_build(fly_db_path(db), ds, bs, NULL, NULL, m, L, 2, bk, sk, err);
 }
 
 /* The row sketches of data set ds for model m in the coordinates of L

@@ -299,7 +299,7 @@ int main(void)
    * one returned, and nothing is left allocated */
   {
     fly_sketch sk = {0};
-    rc = fly_index_build(path, ds, 2, NULL, NULL, &m, NULL, NULL, 2, &b, &sk, &err);
+    rc = fly_index_build(path, ds, 2, NULL, NULL, &m, NULL, 2, &b, &sk, &err);
     TAP_OK(rc == FLY_NUMERIC && strstr(err.msg, "row 12346 has gap key -1") && !b.rec &&
            !b.plan && !b.start, "the two-thread build returns it too, freed (%s)", err.msg);
   }

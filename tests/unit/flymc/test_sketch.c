@@ -117,25 +117,6 @@ static void check_parallel(const char *label, fly_db *db, int64_t ds, int64_t ot
            "%s %s)", label, (long long)one->N, B, rev ? "through a buffer" : "by row",
            (long long)two.n_pages, f[0].err.msg, f[1].err.msg);
   }
-  {
-    /* from the rows in memory (the index build with fly_run's rows): the
-     * same codes as from the pages */
-    const fly_pages_info *in = fly_pages_info_of(dp);
-    double *X = malloc((size_t)in->n_rows * in->width * sizeof *X);
-    int same = X != NULL;
-    size_t n;
-    for(int64_t pg = 0; same && pg < in->n_pages; pg++)
-      same = fly_pages_read_page(dp, pg, X + (size_t)(pg * in->page_rows) * in->width, &n,
-                                 &err) == FLY_OK;
-    memset(two.code, 0, (size_t)one->N * B);
-    two.n_none = 0;
-    rc = same ? fly_sketch_fill_mem(X, in->width, &two, 0, one->N, NULL, &err) : FLY_NOMEM;
-    same = rc == FLY_OK && !memcmp(two.code, one->code, (size_t)one->N * B) &&
-           two.n_none == one->n_none;
-    TAP_OK(same, "%s: the rows in memory give the pages' codes byte for byte (%s)", label,
-           err.msg);
-    free(X);
-  }
   rc = fly_sketch_fill_rows(dp, &two, two.page_rows / 2, two.page_rows, NULL, &err);
   TAP_OK(rc == FLY_MISUSE && strstr(err.msg, "not whole pages"),
          "%s: a range that is not whole pages is refused (%s)", label, err.msg);
