@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "io/chunks.h"
 #include "store/codec.h"
@@ -167,16 +168,11 @@ static inline uint64_t short_key(const char *s, size_t n)
 }
 
 /* The table slot to start probing at for a text of length n and short key
- * k (a multiplicative hash; longer texts add an FNV-1a hash of every
- * byte). */
+ * k (a multiplicative hash; longer texts add XXH3 of every byte). */
 static size_t hash_of(const char *s, size_t n, uint64_t k)
 {
   uint64_t x = (k ^ (uint64_t)n << 59) * UINT64_C(0x9E3779B97F4A7C15);
-  if( n > 8 ){
-    uint64_t f = UINT64_C(1469598103934665603);
-    for(size_t i = 0; i < n; i++) f = (f ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
-    x ^= f * UINT64_C(0xC2B2AE3D27D4EB4F);
-  }
+  if( n > 8 ) x ^= XXH3_64bits(s, n);
   return (size_t)(x >> 32 ^ x);
 }
 

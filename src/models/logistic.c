@@ -234,37 +234,56 @@ static void coef(const fly_model *m, const double *X, size_t ldx,
   }
 }
 
+/* The bright-row evaluation of eval_coef and eval_sd: s_i = t_i th'x_i
+ * into s, log sigma(s_i) into logL (with ds, sigma(-s_i) into ds from the
+ * same exp: fly_vlogsig_dsig, whose log sigma has fly_vlogsig's bits),
+ * and log B_i from the coefficients. */
+static void eval_s(const fly_model *m, const double *th, const double *X, size_t ldx,
+                   const double *cf, size_t n, double *logL, double *logB, double *s,
+                   double *ds)
+{
+  if( n == 0 ) return;
+  lin(m, th, X, ldx, n, s);
+  for( size_t i = 0; i < n; i++ ) s[i] *= tsign(X, ldx, m->tcol, i);
+  if( ds ) fly_vlogsig_dsig(s, logL, ds, n);
+  else fly_vlogsig(s, logL, n);
+  if( logB )
+    for( size_t i = 0; i < n; i++ )
+      logB[i] = cf[NC * i] * s[i] * s[i] + 0.5 * s[i] + cf[NC * i + 1];
+}
+
 static void eval_coef(const fly_model *m, const double *th, const double *X,
                       size_t ldx, const double *cf, size_t n, double *logL,
                       double *logB, double *work)
 {
-  if( n == 0 ) return;
-  lin(m, th, X, ldx, n, work);
-  for( size_t i = 0; i < n; i++ ) work[i] *= tsign(X, ldx, m->tcol, i);
-  fly_vlogsig(work, logL, n);
-  if( logB )
-    for( size_t i = 0; i < n; i++ ){
-      double s = work[i];
-      logB[i] = cf[NC * i] * s * s + 0.5 * s + cf[NC * i + 1];
-    }
+  eval_s(m, th, X, ldx, cf, n, logL, logB, work, NULL);
 }
 
-/* eval_coef, with sd = (s_i, sigma(-s_i)) for grad_sd: one exp and one
- * log1p a row give log sigma (the same bits as fly_vlogsig) and the
- * derivative. */
+/* eval_coef, with sd = (s_i, sigma(-s_i)) for grad_sd. */
 static void eval_sd(const fly_model *m, const double *th, const double *X, size_t ldx,
                     const double *cf, size_t n, double *logL, double *logB, double *sd,
                     double *work)
 {
   (void)work;
-  if( n == 0 ) return;
-  double *s = sd, *ds = sd + n;
-  lin(m, th, X, ldx, n, s);
-  for( size_t i = 0; i < n; i++ ) s[i] *= tsign(X, ldx, m->tcol, i);
-  fly_vlogsig_dsig(s, logL, ds, n);
-  if( logB )
-    for( size_t i = 0; i < n; i++ )
-      logB[i] = cf[NC * i] * s[i] * s[i] + 0.5 * s[i] + cf[NC * i + 1];
+  eval_s(m, th, X, ldx, cf, n, logL, logB, sd, sd + n);
+}
+
+/* The gradient of grad_coef and grad_sd from s_i = t_i th'x_i (and
+ * sigma(-s_i) in ds, or NULL to take it here): the rows' weights into k
+ * (which may be s itself), then one product with the rows. */
+static void grad_s(const fly_model *m, const double *X, size_t ldx, const double *cf,
+                   size_t n, const double *wL, const double *wB, const double *s,
+                   const double *ds, double *k, double *g)
+{
+  for( size_t i = 0; i < n; i++ ){
+    double si = s[i], w = 0;
+    if( wL ) w += wL[i] * (ds ? ds[i] : sig(-si));    /* d log sigma(s)/ds */
+    if( wB && wB[i] != 0 )
+      w += wB[i] * (2.0 * cf[NC * i] * si + 0.5);     /* d log B/ds */
+    k[i] = w * tsign(X, ldx, m->tcol, i);             /* ds/dth = t x */
+  }
+  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
+              k, 1, 1.0, g, 1);
 }
 
 /* grad_coef from eval_sd's s and sigma(-s). */
@@ -273,15 +292,7 @@ static void grad_sd(const fly_model *m, const double *X, size_t ldx, const doubl
                     double *g, double *work)
 {
   if( n == 0 || m->D == 0 ) return;
-  const double *s = sd, *ds = sd + n;
-  for( size_t i = 0; i < n; i++ ){
-    double k = 0;
-    if( wL ) k += wL[i] * ds[i];
-    if( wB && wB[i] != 0 ) k += wB[i] * (2.0 * cf[NC * i] * s[i] + 0.5);
-    work[i] = k * tsign(X, ldx, m->tcol, i);
-  }
-  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
-              work, 1, 1.0, g, 1);
+  grad_s(m, X, ldx, cf, n, wL, wB, sd, sd + n, work, g);
 }
 
 /* Screen of a gibbs scan (model.h: scan_upper).  log sigma(s) - s/2 =
@@ -344,15 +355,8 @@ static void grad_coef(const fly_model *m, const double *th, const double *X,
 {
   if( n == 0 || m->D == 0 ) return;
   lin(m, th, X, ldx, n, work);
-  for( size_t i = 0; i < n; i++ ){
-    double t = tsign(X, ldx, m->tcol, i), s = t * work[i], k = 0;
-    if( wL ) k += wL[i] * sig(-s);              /* d log sigma(s)/ds */
-    if( wB && wB[i] != 0 )
-      k += wB[i] * (2.0 * cf[NC * i] * s + 0.5); /* d log B/ds */
-    work[i] = k * t;                            /* ds/dth = t x */
-  }
-  cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)m->D, 1.0, X, (int)ldx,
-              work, 1, 1.0, g, 1);
+  for( size_t i = 0; i < n; i++ ) work[i] *= tsign(X, ldx, m->tcol, i);
+  grad_s(m, X, ldx, cf, n, wL, wB, work, NULL, work, g);
 }
 
 static double full_logp_grad(const fly_model *m, const double *th,

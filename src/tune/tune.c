@@ -773,8 +773,8 @@ typedef struct bwork {
   double *logL;   /* page_rows */
   double *work;   /* type->work_len(m, page_rows) */
   double *rows;   /* page_rows x (n_xi + 1): the page's bound rows */
-  double *xn;     /* page_rows: the rows' |x|_P, then (keys) their keys */
-  double *keys;   /* page_rows */
+  double *xn;     /* page_rows: the rows' |x|_P */
+  double *keys;   /* page_rows: their thinning keys (fly_model_keys) */
 } bwork;
 
 static void bwork_free(bwork *b)
