@@ -74,3 +74,17 @@ eq "no kernel statistics in old rows (version 7)" \
 expect 1 "$FLYDB" check --db v1.db --quick
 ! grep -E "draw|iteration" "$T/out" || fail "check finds draw or iteration rows damaged"
 ok "version 1 upgraded: 700 draws of 70 parameters kept exactly in 140 chunks, 10 iteration rows exactly"
+
+# A new file gets the current schema directly (fly_schema_current): the same
+# objects with the same SQL, rows and statistics as the migrations leave,
+# and no free pages.
+printf 'x,y\n1,0\n2,1\n' >new.csv
+expect 0 "$FLYDB" ingest new.csv --db new.db
+schema="SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name"
+eq "a new file's schema against version 1 migrated" "$(q new.db "$schema")" "$(q v1.db "$schema")"
+rows="SELECT (SELECT group_concat(k) FROM draw_slot), (SELECT group_concat(tbl || ':' || stat) FROM sqlite_stat1)"
+eq "draw slots and statistics of a new file" "$(q new.db "$rows")" "$(q v1.db "$rows")"
+eq "objects in a new file" "$(q new.db "SELECT count(*) > 30 FROM sqlite_schema")" 1
+eq "free pages in a new file" "$(q new.db "PRAGMA freelist_count")" 0
+eq "user_version of a new file" "$(q new.db "PRAGMA user_version")" "$(q v1.db "PRAGMA user_version")"
+ok "a new file's schema is the migrated one, object for object"
