@@ -221,8 +221,13 @@ static void parse(fly_chunks *q, slot *s)
       }
       s->cap = nc;
     }
-    rc = fly_csv_next_cells(s->c, s->cells + rows * q->ncols, &s->out.err);
+    fly_csv_cell *cells = s->cells + rows * q->ncols;
+    rc = fly_csv_next_cells(s->c, cells, &s->out.err);
     if( rc != FLY_ROW ) break;
+    if( q->stage.record
+        && (rc = q->stage.record(q->stage.ctx, (size_t)(s - q->slots), rows,
+                                 cells, &s->out.err)) )
+      break;
     s->lines[rows++] = fly_csv_line(s->c);
   }
   s->out.rc = rc == FLY_DONE ? FLY_OK : rc;

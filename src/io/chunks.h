@@ -12,6 +12,11 @@
  * FLY_CHUNK_BYTES each (more only for a record longer than that), with
  * their cells, whatever the number of rows.
  *
+ * An optional record hook (fly_chunks_stage.record) runs on the parsing
+ * worker after each record of a chunk, while its cells are in that
+ * worker's cache: e.g. converting what needs no state of the caller's
+ * into the slot's data, so the caller's file-order loop does less.
+ *
  * An optional after-stage (fly_chunks_stage): a chunk the caller hands
  * back (at its next fly_chunks_next) goes to the
  * workers again, first to `work` (any order, concurrently: e.g. encoding
@@ -61,10 +66,19 @@ typedef struct fly_chunk {
 /* The after-stage: work(ctx, slot, err) then commit(ctx, slot, err) on a
  * chunk handed back, both on worker threads (see above).  After a failure
  * neither runs on a later chunk; the first failure in file order is
- * returned by fly_chunks_next and fly_chunks_finish. */
+ * returned by fly_chunks_next and fly_chunks_finish.
+ *
+ * record (may be NULL): record(ctx, slot, i, cells, err) on the worker
+ * parsing the chunk in `slot`, right after its record i (0-based in the
+ * chunk; cells: its ncols cells) is parsed; the worker owns the slot's
+ * data then, and the caller sees what it wrote once it takes the chunk.
+ * A failure ends the chunk before record i, with its rc and err as the
+ * chunk's own (as a parse error there would). */
 typedef struct fly_chunks_stage {
   fly_rc (*work)(void *ctx, size_t slot, fly_err *err);
   fly_rc (*commit)(void *ctx, size_t slot, fly_err *err);
+  fly_rc (*record)(void *ctx, size_t slot, size_t i,
+                   const fly_csv_cell *cells, fly_err *err);
   void   *ctx;
 } fly_chunks_stage;
 

@@ -23,7 +23,12 @@
  * Parallel parsing (threads > 1): io/chunks.h parses chunks of records on
  * worker threads; this thread takes them in file order and types their
  * cells as the one-thread loop does (type_row), so typing, re-coding and
- * the statistics see the same rows in the same order.  Pages are cut at
+ * the statistics see the same rows in the same order.  Most of that work
+ * is done before, on the worker that parsed a record, while its cells are
+ * in that worker's cache (pre_record, see batch): settled numbers stored,
+ * labels looked up in a shared index of each column's levels (shidx), so
+ * that this thread only counts the codes found and types in full the rare
+ * record with something new.  Pages are cut at
  * the same rows (a multiple of page_rows from the first; the rows of a
  * page that a chunk leaves unfilled are carried into the next chunk's),
  * encoded on the workers (LZ4 and XXH3, the bulk of a page's cost) and
@@ -48,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -176,10 +182,11 @@ static size_t hash_of(const char *s, size_t n, uint64_t k)
   return (size_t)(x >> 32 ^ x);
 }
 
-/* Text s[0..n) in d: its code + 1, or 0 (then *slot is where to insert). */
-static uint32_t dict_find(const dict *d, const char *s, size_t n, size_t *slot)
+/* Text s[0..n), of short key k, in d: its code + 1, or 0 (then *slot is
+ * where to insert).  Reads s only when n > 8. */
+static uint32_t dict_find(const dict *d, const char *s, size_t n, uint64_t k,
+                          size_t *slot)
 {
-  uint64_t k = short_key(s, n);
   size_t m = d->tab_cap - 1, h = hash_of(s, n, k) & m;
   for(;; h = (h + 1) & m){
     uint32_t c = d->tab[h];
@@ -201,10 +208,10 @@ static void *grow_to(void *p, size_t *cap, size_t need, size_t size)
   return q;
 }
 
-/* Add text s[0..n) (absent; slot from dict_find) with value val.  Returns
- * its code, or -1 out of memory. */
-static int64_t dict_add(dict *d, const char *s, size_t n, size_t slot,
-                        double val)
+/* Add text s[0..n) of short key k (absent; slot from dict_find) with value
+ * val.  Returns its code, or -1 out of memory. */
+static int64_t dict_add(dict *d, const char *s, size_t n, uint64_t k,
+                        size_t slot, double val)
 {
   char *t;
   lvl *e;
@@ -215,7 +222,7 @@ static int64_t dict_add(dict *d, const char *s, size_t n, size_t slot,
   d->e = e;
   memcpy(d->txt + d->txt_len, s, n);
   d->txt[d->txt_len + n] = 0;
-  e[d->n] = (lvl){ d->txt_len, n, 1, val, short_key(s, n) };
+  e[d->n] = (lvl){ d->txt_len, n, 1, val, k };
   d->txt_len += n + 1;
   d->tab[slot] = (uint32_t)++d->n;
   if( 2 * d->n >= d->tab_cap ){            /* keep the load under 1/2 */
@@ -234,15 +241,88 @@ static int64_t dict_add(dict *d, const char *s, size_t n, size_t slot,
   return (int64_t)d->n - 1;
 }
 
+/* ---- shared level index ---------------------------------------------- */
+
+/* A column's first SH_LEVELS texts (code -> text) in a table the parse
+ * threads read while the typing thread adds to it (parallel ingest only):
+ * entries never move, a slot's code is stored (release) after its entry
+ * is written, so a reader (acquire) that finds a code finds its entry, and
+ * one that finds an empty slot has a text not yet added, or beyond
+ * SH_LEVELS, which the typing thread then handles.  Texts longer than 8
+ * bytes are copied (txt), the others are identified by key and length. */
+#define SH_LEVELS 1024
+#define SH_SLOTS  (2 * SH_LEVELS)
+typedef struct shent { uint64_t key; size_t len; char *txt; } shent;
+typedef struct shidx {
+  atomic_uint *tab;           /* SH_SLOTS: code + 1, 0 empty */
+  shent       *e;             /* SH_LEVELS */
+} shidx;
+
+static int sh_init(shidx *h)
+{
+  h->tab = fly_alloc_array(SH_SLOTS, sizeof *h->tab);
+  h->e = fly_alloc_array(SH_LEVELS, sizeof *h->e);
+  if( !h->tab || !h->e ) return 0;
+  for(size_t i = 0; i < SH_SLOTS; i++) atomic_init(&h->tab[i], 0);
+  return 1;
+}
+
+static void sh_free(shidx *h)
+{
+  if( h->e ) for(size_t c = 0; c < SH_LEVELS; c++) fly_free(h->e[c].txt);
+  fly_free(h->tab);
+  fly_free(h->e);
+  memset(h, 0, sizeof *h);
+}
+
+/* Text s[0..n) (short key k) is code `code` of its column (the typing
+ * thread, once per code).  0: out of memory. */
+static int sh_add(shidx *h, int64_t code, const char *s, size_t n, uint64_t k)
+{
+  if( !h->tab || code >= SH_LEVELS ) return 1;
+  shent *e = &h->e[code];
+  if( n > 8 ){
+    if( !(e->txt = fly_alloc_array(n, 1)) ) return 0;
+    memcpy(e->txt, s, n);
+  }
+  e->key = k;
+  e->len = n;
+  size_t m = SH_SLOTS - 1, i = hash_of(s, n, k) & m;
+  while( atomic_load_explicit(&h->tab[i], memory_order_relaxed) ) i = (i + 1) & m;
+  atomic_store_explicit(&h->tab[i], (unsigned)code + 1, memory_order_release);
+  return 1;
+}
+
+/* The code of text s[0..n) (short key k) in h, or -1 if not there (yet). */
+static int64_t sh_find(const shidx *h, const char *s, size_t n, uint64_t k)
+{
+  size_t m = SH_SLOTS - 1, i = hash_of(s, n, k) & m;
+  for(;; i = (i + 1) & m){
+    unsigned c = atomic_load_explicit(&h->tab[i], memory_order_acquire);
+    if( c == 0 ) return -1;
+    const shent *e = &h->e[c - 1];
+    if( e->key == k && e->len == n && (n <= 8 || memcmp(e->txt, s, n) == 0) )
+      return (int64_t)c - 1;
+  }
+}
+
 /* ---- typed columns -------------------------------------------------- */
 
 enum { DECL_NONE, DECL_NUM, DECL_CAT };
+
+/* What a column is, as the parse threads may read it (tcol.mode). */
+enum { M_SETTLED = 1, M_TRACK, M_CAT };
 
 /* One CSV column's type and what it takes to change it. */
 typedef struct tcol {
   int       cat;        /* 1: categorical: values are codes */
   int       decl;       /* DECL_NONE, DECL_NUM, DECL_CAT */
   int       track;      /* numeric, undeclared: d holds its distinct texts */
+  atomic_int mode;      /* M_SETTLED: numeric for good (!cat && !track;
+                           never turns back), M_TRACK, M_CAT: written by
+                           the typing thread, read by the parse threads */
+  shidx     sh;         /* parallel ingest, not M_SETTLED at the start:
+                           its texts for the parse threads */
   int64_t   flip;       /* rows [0, flip) hold numbers to re-code */
   size_t    n_num;      /* levels that were numbers when it turned */
   uint64_t *key;        /* n_num: the stored bits of each, sorted ... */
@@ -285,9 +365,10 @@ static fly_rc check_list(fly_csv *csv, const char *list, const char *opt,
   }
 }
 
-static int is_na(const fly_ingest_opts *o, const fly_csv_cell *c)
+/* Is cell c (k: its short_key) a missing value? */
+static int is_na(const fly_ingest_opts *o, const fly_csv_cell *c, uint64_t k)
 {
-  if( c->n == 0 || (c->n == 2 && c->s[0] == 'N' && c->s[1] == 'A') ) return 1;
+  if( c->n == 0 || (c->n == 2 && k == ('N' | 'A' << 8 | 'A' << 16)) ) return 1;
   return o->na_strings && in_list(o->na_strings, c->s, c->n);
 }
 
@@ -340,6 +421,7 @@ static fly_rc turn_categorical(fly_csv *csv, tcol *t, size_t col, int64_t row,
   }
   t->cat = 1;
   t->track = 0;
+  atomic_store_explicit(&t->mode, M_CAT, memory_order_relaxed);
   t->flip = row;
   t->n_num = n;
 done:
@@ -357,8 +439,9 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
   size_t slot;
   uint32_t hit;
   int64_t code;
+  uint64_t k = short_key(c->s, c->n);
 
-  if( is_na(o, c) ){ *v = NAN; return FLY_OK; }
+  if( is_na(o, c, k) ){ *v = NAN; return FLY_OK; }
   if( !t->cat ){
     if( c->num ){
       double x = c->v;
@@ -372,16 +455,19 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
       }
       *v = x;
       if( !t->track ) return FLY_OK;
-      if( (hit = dict_find(&t->d, c->s, c->n, &slot)) ){
+      if( (hit = dict_find(&t->d, c->s, c->n, k, &slot)) ){
         t->d.e[hit - 1].count++;
         return FLY_OK;
       }
       if( t->d.n >= FLY_INGEST_TRACK_LEVELS ){  /* numeric, surely */
         t->track = 0;
+        atomic_store_explicit(&t->mode, M_SETTLED, memory_order_relaxed);
         dict_free(&t->d);
         return FLY_OK;
       }
-      if( dict_add(&t->d, c->s, c->n, slot, x) < 0 ) goto nomem;
+      if( (code = dict_add(&t->d, c->s, c->n, k, slot, x)) < 0
+          || !sh_add(&t->sh, code, c->s, c->n, k) )
+        goto nomem;
       return FLY_OK;
     }
     char txt[48];
@@ -402,7 +488,7 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
     fly_rc rc = turn_categorical(csv, t, col, row, line, txt, err);
     if( rc ) return rc;
   }
-  if( (hit = dict_find(&t->d, c->s, c->n, &slot)) ){
+  if( (hit = dict_find(&t->d, c->s, c->n, k, &slot)) ){
     t->d.e[hit - 1].count++;
     *v = (double)(hit - 1);
     return FLY_OK;
@@ -412,7 +498,9 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
                     "levels, beyond f32 codes (use --precision f64)",
                     fly_csv_path(csv), (long long)line, col + 1,
                     fly_csv_colname(csv, col));
-  if( (code = dict_add(&t->d, c->s, c->n, slot, NAN)) < 0 ) goto nomem;
+  if( (code = dict_add(&t->d, c->s, c->n, k, slot, NAN)) < 0
+      || !sh_add(&t->sh, code, c->s, c->n, k) )
+    goto nomem;
   *v = (double)code;
   return FLY_OK;
 nomem:
@@ -510,6 +598,7 @@ static fly_rc type_columns(fly_csv *csv, const fly_ingest_opts *o, tcol *tc,
     }else{
       t->track = 1;
     }
+    atomic_init(&t->mode, t->cat ? M_CAT : t->track ? M_TRACK : M_SETTLED);
   }
   return rc;
 }
@@ -596,15 +685,43 @@ static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
   return store_row(x, x->row, line, err);
 }
 
-/* The pages of one chunk of a parallel ingest, in the chunk's slot: the
- * rows carried over from the chunks above (fewer than a page), then the
- * chunk's typed rows, cut into n_pages full pages (the rest is carried to
- * the next chunk); the line of each page's last row (a failure to store
- * a page is reported there, as fly_pagewriter_add would); the pages
- * encoded by a worker (enc, blob), inserted in file order by a worker. */
+/* The rows of one chunk of a parallel ingest, in the chunk's slot.
+ *
+ * Pre-typing (pre_record, on the worker that parsed the chunk, while its
+ * cells are in that worker's cache).  At the chunk's first record the
+ * worker fixes each column's mode for the chunk: settled columns (ty_*)
+ * take a number's value; the others (un_*, tracked numbers and
+ * categorical columns) look their texts up in the column's shared index
+ * (shidx), and take the number, or the code, found; their codes go to
+ * `code` (-1: a missing cell), for the typing thread to count.  A record
+ * with anything else (a missing cell or a text in a settled column, a
+ * text not in the index, a text in a tracked column, an f32 overflow) is
+ * flagged, and the typing thread types it in full from its cells, as it
+ * does every record of a chunk parsed before it was ready (pre 0), and
+ * of a chunk whose modes changed since (un_mode): a column's codes never
+ * change and a settled column stays settled, so what a worker stores for
+ * a record of unchanged modes is what type_row would.
+ *
+ * Pages: the rows carried over from the chunks above (fewer than a page)
+ * and the chunk's first rows are copied into `first`, its first page; the
+ * next pages are in rows; the rest is carried to the next chunk.  The
+ * line of each page's last row (a failure to store a page is reported
+ * there, as fly_pagewriter_add would); the pages encoded by a worker (enc,
+ * blob), inserted in file order by a worker. */
 typedef struct batch {
-  double        *rows;        /* cap rows of width values */
+  double        *rows;        /* cap rows of width values: the chunk's */
+  unsigned char *flag;        /* cap: 1 when the record needs type_row */
   size_t         cap;
+  int32_t       *code;        /* the chunk's rows * n_un codes, code_cap */
+  size_t         code_cap;
+  int            pre;         /* the worker pre-typed the chunk */
+  size_t         n_ty, n_un;  /* settled columns (ty_col, at ty_pos) and
+                                 the others (un_col, at un_pos, of mode
+                                 un_mode), ncsv each */
+  size_t        *ty_col, *ty_pos, *un_col, *un_pos;
+  int           *un_mode;
+  double        *first;       /* page_rows rows: the chunk's first page */
+  const double **page;        /* cap_pages: each page's first row */
   int64_t       *last_line;   /* cap_pages */
   fly_page_blob *blob;        /* cap_pages */
   unsigned char *enc;         /* cap_pages encoded pages, enc_bound apart */
@@ -613,16 +730,18 @@ typedef struct batch {
 } batch;
 
 typedef struct pstage {
-  rowput  *x;
-  batch   *b;                 /* fly_chunks_slots(threads) */
-  size_t   n_b;
-  size_t   page_rows, enc_bound;
+  rowput     *x;
+  batch      *b;              /* fly_chunks_slots(threads) */
+  size_t      n_b;
+  size_t      page_rows, enc_bound;
+  atomic_int  ready;          /* x is filled in: chunks parsed from now on
+                                 are pre-typed */
 } pstage;
 
 /* The parse threads and their after-stage.  They may start before the
  * database is ready (ps.x's page writer, page_rows and enc_bound set
- * later): the stage runs only on chunks handed back, after the row loop
- * has filled them in. */
+ * later, then ps.ready): the stage runs only on chunks handed back, after
+ * the row loop has filled them in. */
 typedef struct par {
   fly_chunks *q;
   pstage      ps;
@@ -631,6 +750,15 @@ typedef struct par {
 static void batch_free(batch *b)
 {
   fly_free(b->rows);
+  fly_free(b->flag);
+  fly_free(b->code);
+  fly_free(b->ty_col);
+  fly_free(b->ty_pos);
+  fly_free(b->un_col);
+  fly_free(b->un_pos);
+  fly_free(b->un_mode);
+  fly_free(b->first);
+  fly_free(b->page);
   fly_free(b->last_line);
   fly_free(b->blob);
   fly_free(b->enc);
@@ -638,24 +766,39 @@ static void batch_free(batch *b)
   memset(b, 0, sizeof *b);
 }
 
-/* Room in b for `rows` rows. */
-static int batch_reserve(const pstage *ps, batch *b, size_t rows)
+/* Room in b for `rows` rows of width values (and their flags).  0: out of
+ * memory. */
+static int batch_rows(batch *b, size_t rows, size_t width)
 {
-  size_t pages = rows / ps->page_rows, width = ps->x->width;
-  if( rows > b->cap ){
-    fly_free(b->rows);
-    b->rows = fly_alloc_array(rows, width * sizeof *b->rows);
-    b->cap = b->rows ? rows : 0;
-    if( !b->rows ) return 0;
-  }
+  size_t n = b->cap ? b->cap : 1024;
+  if( rows <= b->cap ) return 1;
+  while( n < rows ) n *= 2;
+  double *r = fly_realloc_array(b->rows, n, width * sizeof *r);
+  if( r ) b->rows = r;
+  unsigned char *f = r ? fly_realloc_array(b->flag, n, 1) : NULL;
+  if( f ) b->flag = f;
+  if( !r || !f ) return 0;
+  b->cap = n;
+  return 1;
+}
+
+/* Room in b for `pages` pages and the first page.  0: out of memory. */
+static int batch_pages(const pstage *ps, batch *b, size_t pages)
+{
+  size_t width = ps->x->width;
+  if( !b->first
+      && !(b->first = fly_alloc_array(ps->page_rows, width * sizeof *b->first)) )
+    return 0;
   if( pages > b->cap_pages ){
+    fly_free(b->page);
     fly_free(b->last_line);
     fly_free(b->blob);
     fly_free(b->enc);
+    b->page = fly_alloc_array(pages, sizeof *b->page);
     b->last_line = fly_alloc_array(pages, sizeof *b->last_line);
     b->blob = fly_alloc_array(pages, sizeof *b->blob);
     b->enc = fly_alloc_array(pages, ps->enc_bound);
-    b->cap_pages = b->last_line && b->blob && b->enc ? pages : 0;
+    b->cap_pages = b->page && b->last_line && b->blob && b->enc ? pages : 0;
     if( !b->cap_pages ) return 0;
   }
   size_t sb = fly_pagewriter_scratch_bytes(ps->x->pw);
@@ -663,15 +806,130 @@ static int batch_reserve(const pstage *ps, batch *b, size_t rows)
   return 1;
 }
 
+/* The chunk's column modes, fixed at its first record (see batch). */
+static int pre_columns(const rowput *x, batch *b)
+{
+  size_t nc = x->ncsv;
+  if( !b->ty_col ){
+    b->ty_col = fly_alloc_array(nc, sizeof *b->ty_col);
+    b->ty_pos = fly_alloc_array(nc, sizeof *b->ty_pos);
+    b->un_col = fly_alloc_array(nc, sizeof *b->un_col);
+    b->un_pos = fly_alloc_array(nc, sizeof *b->un_pos);
+    b->un_mode = fly_alloc_array(nc, sizeof *b->un_mode);
+    if( !b->ty_col || !b->ty_pos || !b->un_col || !b->un_pos || !b->un_mode )
+      return 0;
+  }
+  b->n_ty = b->n_un = 0;
+  for(size_t j = 0; j < nc; j++){
+    int m = atomic_load_explicit(&x->tc[j].mode, memory_order_relaxed);
+    if( m == M_SETTLED ){
+      b->ty_col[b->n_ty] = j;
+      b->ty_pos[b->n_ty++] = x->pos[j];
+    }else{
+      b->un_col[b->n_un] = j;
+      b->un_pos[b->n_un] = x->pos[j];
+      b->un_mode[b->n_un++] = m;
+    }
+  }
+  return 1;
+}
+
+/* The chunks' record hook: pre-type record i of the chunk in slot (see
+ * batch).  Pre-typing needs the --na-strings texts to be no numbers and
+ * is off when there are any; it needs the column texts' shared indexes,
+ * which a column settled from the start does without. */
+static fly_rc pre_record(void *ctx, size_t slot, size_t i,
+                         const fly_csv_cell *cells, fly_err *err)
+{
+  pstage *ps = ctx;
+  batch *b = &ps->b[slot];
+  const rowput *x;
+  if( i == 0 ){
+    b->pre = atomic_load_explicit(&ps->ready, memory_order_acquire)
+             && !ps->x->o->na_strings;
+    if( b->pre && !pre_columns(ps->x, b) ) goto nomem;
+  }
+  if( !b->pre ) return FLY_OK;
+  x = ps->x;
+  if( !batch_rows(b, i + 1, x->width) ) goto nomem;
+  if( (i + 1) * b->n_un > b->code_cap ){
+    size_t n = 2 * (i + 1) * b->n_un;
+    int32_t *c = fly_realloc_array(b->code, n, sizeof *c);
+    if( !c ) goto nomem;
+    b->code = c;
+    b->code_cap = n;
+  }
+  double *row = b->rows + i * x->width;
+  int f32 = x->o->prec == FLY_PREC_F32, bad = 0;
+  if( x->o->intercept ) row[0] = 1.0;
+  if( f32 )
+    for(size_t k = 0; k < b->n_ty; k++){
+      const fly_csv_cell *c = &cells[b->ty_col[k]];
+      float f = (float)c->v;
+      bad |= !c->num | !isfinite(f);
+      row[b->ty_pos[k]] = (double)f;
+    }
+  else
+    for(size_t k = 0; k < b->n_ty; k++){
+      const fly_csv_cell *c = &cells[b->ty_col[k]];
+      bad |= !c->num;
+      row[b->ty_pos[k]] = c->v;
+    }
+  int32_t *code = b->code + i * b->n_un;
+  for(size_t k = 0; k < b->n_un && !bad; k++){
+    const fly_csv_cell *c = &cells[b->un_col[k]];
+    uint64_t key = short_key(c->s, c->n);
+    double *v = &row[b->un_pos[k]];
+    int64_t got;
+    if( is_na(x->o, c, key) ){
+      *v = NAN;
+      code[k] = -1;
+      continue;
+    }
+    if( b->un_mode[k] == M_TRACK && !c->num ){ bad = 1; break; }
+    got = sh_find(&x->tc[b->un_col[k]].sh, c->s, c->n, key);
+    if( got < 0 ){ bad = 1; break; }
+    code[k] = (int32_t)got;
+    if( b->un_mode[k] == M_CAT ) *v = (double)got;
+    else if( f32 ){
+      float f = (float)c->v;
+      bad = !isfinite(f);
+      *v = (double)f;
+    }else *v = c->v;
+  }
+  b->flag[i] = (unsigned char)bad;
+  return FLY_OK;
+nomem:
+  return fly_fail(err, FLY_NOMEM, "ingest: rows of a chunk");
+}
+
+/* Do the modes of b's chunk still hold?  (The typing thread.) */
+static int modes_hold(const rowput *x, const batch *b)
+{
+  for(size_t k = 0; k < b->n_un; k++){
+    const tcol *t = &x->tc[b->un_col[k]];
+    if( (t->cat ? M_CAT : t->track ? M_TRACK : M_SETTLED) != b->un_mode[k] )
+      return 0;
+  }
+  return 1;
+}
+
+/* Record i of b's chunk, pre-typed and not flagged: count its codes. */
+static void count_rest(rowput *x, const batch *b, size_t i)
+{
+  const int32_t *code = b->code + i * b->n_un;
+  for(size_t k = 0; k < b->n_un; k++)
+    if( code[k] >= 0 ) x->tc[b->un_col[k]].d.e[code[k]].count++;
+}
+
 /* The stage's work: encode the chunk's pages (on a worker). */
 static fly_rc stage_encode(void *ctx, size_t slot, fly_err *err)
 {
   const pstage *ps = ctx;
   batch *b = &ps->b[slot];
-  size_t page = ps->page_rows * ps->x->width;
   fly_rc rc = FLY_OK;
   for(size_t i = 0; i < b->n_pages && rc == FLY_OK; i++)
-    rc = fly_pagewriter_encode(ps->x->pw, b->rows + i * page, b->scratch,
+    rc = fly_pagewriter_encode(ps->x->pw, b->page[i], b->scratch,
                                b->enc + i * ps->enc_bound, &b->blob[i], err);
   return rc;
 }
@@ -699,12 +957,13 @@ static fly_rc par_start(par *p, rowput *x, int threads,
                         const volatile sig_atomic_t *interrupt, fly_err *err)
 {
   memset(p, 0, sizeof *p);
+  atomic_init(&p->ps.ready, 0);
   p->ps.x = x;
   p->ps.n_b = fly_chunks_slots(threads);
   p->ps.b = fly_alloc_array(p->ps.n_b, sizeof *p->ps.b);
   if( !p->ps.b )
     return fly_fail(err, FLY_NOMEM, "ingest: buffers for %d threads", threads);
-  fly_chunks_stage stage = { stage_encode, stage_insert, &p->ps };
+  fly_chunks_stage stage = { stage_encode, stage_insert, pre_record, &p->ps };
   return fly_chunks_start(x->csv, threads, interrupt, &stage, &p->q, err);
 }
 
@@ -740,7 +999,7 @@ static fly_rc put_chunks(rowput *x, par *p, int threads, const char *name,
   fly_chunks *q;
   pstage *ps = &p->ps;
   double *carry = NULL;        /* < page_rows rows of the page being filled */
-  size_t n_carry = 0, width = x->width;
+  size_t n_carry = 0, width = x->width, row_bytes = width * sizeof *carry;
   int64_t n = 0, line = fly_csv_next_line(x->csv);
   fly_rc rc = FLY_OK, rs;
 
@@ -748,36 +1007,59 @@ static fly_rc put_chunks(rowput *x, par *p, int threads, const char *name,
   q = p->q;
   ps->page_rows = (size_t)fly_pagewriter_page_rows(x->pw);
   ps->enc_bound = fly_pagewriter_enc_bound(x->pw);
-  carry = fly_alloc_array(ps->page_rows, width * sizeof *carry);
+  atomic_store_explicit(&ps->ready, 1, memory_order_release);
+  carry = fly_alloc_array(ps->page_rows, row_bytes);
   if( !carry ){
     rc = fly_fail(err, FLY_NOMEM, "ingest: a page of %zu rows", ps->page_rows);
     goto done;
   }
   while( (rc = fly_chunks_next(q, &ch, err)) == FLY_ROW ){
     batch *b = &ps->b[ch->slot];
-    size_t i, k = n_carry;
-    if( !batch_reserve(ps, b, n_carry + ch->rows) ){
-      rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", n_carry + ch->rows);
+    size_t i, pr = ps->page_rows, np, head;
+    int pre = b->pre && modes_hold(x, b);
+    if( !b->pre && !batch_rows(b, ch->rows, width) ){
+      rc = fly_fail(err, FLY_NOMEM, "ingest: %zu rows", ch->rows);
       goto done;
     }
-    memcpy(b->rows, carry, n_carry * width * sizeof *carry);
-    for(i = 0; i < ch->rows && !interrupted(o); i++, n++, k++){
-      double *row = b->rows + k * width;
+    for(i = 0; i < ch->rows && !interrupted(o); i++, n++){
       line = ch->lines[i];
-      if( (rc = type_row(x, ch->cells + i * x->ncsv, line, n, row, err)) ){
+      if( pre && !b->flag[i] ){
+        count_rest(x, b, i);
+        rc = FLY_OK;
+      }else{
+        rc = type_row(x, ch->cells + i * x->ncsv, line, n, b->rows + i * width,
+                      err);
+        pre = pre && modes_hold(x, b);
+      }
+      if( rc ){
         if( (rs = fly_chunks_finish(q, err)) ) rc = rs;
         goto done;
       }
-      if( (k + 1) % ps->page_rows == 0 ) b->last_line[k / ps->page_rows] = line;
       if( ((n + 1) & 4095) == 0 && o->progress )
         o->progress(o->progress_ctx, name, n + 1, ch->end_bytes);
     }
     /* the rows typed (all of them unless the ingest is failing) */
-    fly_dataset_stats_add(x->stats, b->rows + n_carry * width, i);
-    b->n_pages = k / ps->page_rows;
-    n_carry = k % ps->page_rows;
-    memcpy(carry, b->rows + b->n_pages * ps->page_rows * width,
-           n_carry * width * sizeof *carry);
+    fly_dataset_stats_add(x->stats, b->rows, i);
+    np = (n_carry + i) / pr;
+    if( !batch_pages(ps, b, np) ){
+      rc = fly_fail(err, FLY_NOMEM, "ingest: %zu pages", np);
+      goto done;
+    }
+    b->n_pages = np;
+    if( np == 0 ){
+      memcpy(carry + n_carry * width, b->rows, i * row_bytes);
+      n_carry += i;
+    }else{
+      head = pr - n_carry;              /* the chunk's rows in its first page */
+      memcpy(b->first, carry, n_carry * row_bytes);
+      memcpy(b->first + n_carry * width, b->rows, head * row_bytes);
+      for(size_t k = 0; k < np; k++){
+        b->page[k] = k ? b->rows + (head + (k - 1) * pr) * width : b->first;
+        b->last_line[k] = ch->lines[head + k * pr - 1];
+      }
+      n_carry = n_carry + i - np * pr;
+      memcpy(carry, b->rows + (i - n_carry) * width, n_carry * row_bytes);
+    }
     if( interrupted(o) ) break;
     if( ch->rc ){
       /* The rows above the error are stored first, as one thread would:
@@ -899,6 +1181,12 @@ static fly_rc ingest_rows(dest *d, fly_csv *csv, const fly_ingest_opts *o,
     goto done;
   }
   if( (rc = type_columns(csv, o, tc, err)) ) goto done;
+  for(size_t j = 0; threads > 1 && j < ncsv; j++)
+    if( atomic_load_explicit(&tc[j].mode, memory_order_relaxed) != M_SETTLED
+        && !sh_init(&tc[j].sh) ){
+      rc = fly_fail(err, FLY_NOMEM, "ingest");
+      goto done;
+    }
   if( (rc = fly_dataset_stats_new(width, &stats, err)) ) goto done;
   k = 0;
   if( o->intercept ) src[k++] = (size_t)-1;
@@ -972,6 +1260,7 @@ done:
   if( tc )
     for(size_t j = 0; j < ncsv; j++){
       dict_free(&tc[j].d);
+      sh_free(&tc[j].sh);
       fly_free(tc[j].key);
       fly_free(tc[j].code);
     }

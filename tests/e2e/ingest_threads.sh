@@ -3,7 +3,8 @@
 # number of threads -- `flydb dump`, the page payloads, the column table and
 # the levels -- on numeric, categorical (with a column turning categorical
 # in a late chunk), quoted-newline and missing-value files of several 1 MiB
-# chunks; an error is the first one in file order, with the same message,
+# chunks, and a mixed file of 19 chunks, pre-typed by the parse threads
+# (f64 and f32); an error is the first one in file order, with the same message,
 # whichever thread met it first; standard input works; SIGINT leaves nothing.
 . "$(dirname "$0")/lib.sh"
 
@@ -39,6 +40,24 @@ awk 'BEGIN { srand(54); print "x1,x2,g,y"
     g = r < 0.1 ? "NA" : (r < 0.5 ? "p" : "q")
     printf "%s,%s,%s,%d\n", a, b, g, rand() < 0.5 } }' >na.csv
 
+# enough chunks (~19 MB) that most are parsed after the typing thread is
+# ready, so the parse threads pre-type them: settled numbers with a few
+# missing cells; labels looked up by the parse threads, short and long
+# (over 8 bytes), with more distinct labels (3000, 1500) than the threads'
+# shared index holds; small integers tracked as numbers that turn
+# categorical at row 300000 (chunks pre-typed as numbers after the turn
+# are typed again); a 0/1 target.
+awk 'BEGIN { srand(55); print "a,color,code,many,long,n,y"
+  split("red,blue,green,Very Good,Fair", L, ",")
+  for(i = 0; i < 400000; i++){
+    code = (i == 300000) ? "x" : int(rand() * 20)
+    m = sprintf("L%05d", int(rand() * 3000))
+    lg = sprintf("longlabel-%d-x", int(rand() * 1500))
+    r = rand()
+    n = r < 0.001 ? "" : r < 0.002 ? "NA" : sprintf("%.4f", rand())
+    printf "%.6g,%s,%s,%s,%s,%s,%d\n", rand() * 10, L[1 + int(rand() * 5)], code, m, lg, n,
+           (rand() < 0.5) } }' >mix.csv
+
 # fingerprint DB: everything of the data set that an ingest writes.
 fingerprint() {
   "$FLYDB" dump --db "$1" | md5sum
@@ -48,7 +67,7 @@ fingerprint() {
   q "$1" "SELECT n_rows, n_pages, raw_bytes, stored_bytes, width FROM dataset"
 }
 
-for f in num cat quoted na; do
+for f in num cat quoted na mix; do
   for t in 1 2 4; do
     expect 0 "$FLYDB" ingest $f.csv --db $f-$t.db --threads $t
     check_pages $f-$t.db $f
@@ -62,6 +81,17 @@ for f in num cat quoted na; do
   same_file $f-1.dump $f-4.dump
   ok "$f.csv: the same data set with 1, 2 and 4 threads ($(tail -n 1 $f-1.fp | tr '\t' ' '))"
 done
+for t in 1 2 4; do
+  expect 0 "$FLYDB" ingest mix.csv --db mix32-$t.db --threads $t --precision f32
+  fingerprint mix32-$t.db >mix32-$t.fp
+done
+same_file mix32-1.fp mix32-2.fp
+same_file mix32-1.fp mix32-4.fp
+ok "mix.csv with --precision f32: the same data set with 1, 2 and 4 threads"
+eq "levels of mix.csv" "$(q mix-4.db "SELECT group_concat(n) FROM (SELECT count(*) n FROM level
+    GROUP BY idx ORDER BY idx)")" "5,21,3000,1500"
+eq "missing cells of mix.csv's n" "$(q mix-4.db "SELECT n_missing > 0 FROM dataset_column
+    WHERE name = 'n'")" 1
 eq "pages of num.csv" "$(q num-1.db "SELECT n_pages > 4 FROM dataset")" 1
 eq "code turned categorical" "$(q cat-4.db "SELECT count(*) FROM level l JOIN dataset_column c
     ON c.idx = l.idx WHERE c.name = 'code'")" 21
@@ -99,6 +129,16 @@ first_error terr "terr.csv:9000:1: 'abc' is not a number" --numeric x1
 # a type error after a parse error: the parse error
 sed -e '9000s/,[^,]*$//' -e '50000s/^[^,]*,/abc,/' num.csv >tperr.csv
 first_error tperr "tperr.csv:9000:" --numeric x1
+# in pre-typed chunks: a text in a settled column late in the file (the
+# parse thread flags its record, the typing thread reports it), and a label
+# first seen late in a categorical column, then the same label turning up
+# in a numeric column
+sed -e '350001s/^[^,]*,/abc,/' mix.csv >lerr.csv
+first_error lerr "lerr.csv:350001:1: 'abc' is not a number, and column 'a' held more than"
+sed -e '340001s/,Fair,/,Fuchsia,/; 340001s/,red,/,Fuchsia,/; 340001s/,blue,/,Fuchsia,/' \
+    -e '340001s/,green,/,Fuchsia,/; 340001s/,Very Good,/,Fuchsia,/' \
+    -e '360001s/^[^,]*,/Fuchsia,/' mix.csv >lerr2.csv
+first_error lerr2 "lerr2.csv:360001:1: 'Fuchsia' is not a number"
 # an unterminated quote: its line, whatever the chunks after it
 sed -e '30000s/^/"/' num.csv >uq.csv
 first_error uq "uq.csv:30000:1: unterminated quoted field"

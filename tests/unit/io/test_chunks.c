@@ -198,7 +198,7 @@ static void stage_test(const char *path, int threads, int64_t fail_k)
   memset(&g, 0, sizeof g);
   g.seed = 7u + (unsigned)threads;
   g.fail_at = -1;
-  fly_chunks_stage st = { log_work, log_commit, &g };
+  fly_chunks_stage st = { log_work, log_commit, NULL, &g };
   fly_rc rc = fly_csv_open(path, &hdr, &err);
   if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, &st, &q, &err);
   while( !rc && (rc = fly_chunks_next(q, &ch, &err)) == FLY_ROW ){
@@ -216,6 +216,69 @@ static void stage_test(const char *path, int threads, int64_t fail_k)
          rc ? err.msg : "ok");
   fly_chunks_stop(q);
   fly_csv_close(hdr);
+}
+
+/* The record hook: each record's first value, kept by slot and index in
+ * the chunk (the hook owns its slot's data while the chunk is parsed); it
+ * fails on the record whose first value is fail_row. */
+typedef struct hook_log {
+  double *seen[64];
+  size_t  cap[64];
+  double  fail_row;
+} hook_log;
+
+static fly_rc hook_record(void *ctx, size_t slot, size_t i,
+                          const fly_csv_cell *cells, fly_err *err)
+{
+  hook_log *h = ctx;
+  if( cells[0].v == h->fail_row )
+    return fly_fail(err, FLY_IO, "hook at row %.0f", h->fail_row);
+  if( i >= h->cap[slot] ){
+    size_t n = 2 * i + 1024;
+    double *p = realloc(h->seen[slot], n * sizeof *p);
+    if( !p ) return fly_fail(err, FLY_NOMEM, "hook");
+    h->seen[slot] = p;
+    h->cap[slot] = n;
+  }
+  h->seen[slot][i] = cells[0].v;
+  return FLY_OK;
+}
+
+/* The hook on `threads` threads over path (first column: the row number):
+ * it saw every record the caller gets, in its chunk's slot and place;
+ * failing at row fail_row (< 0: never), the chunk ends before it with the
+ * hook's error and the caller got exactly the rows above. */
+static void hook_test(const char *path, int threads, double fail_row)
+{
+  fly_csv *hdr = NULL;
+  fly_chunks *q = NULL;
+  const fly_chunk *ch;
+  fly_err err = {0};
+  static hook_log h;
+  memset(&h, 0, sizeof h);
+  h.fail_row = fail_row;
+  fly_chunks_stage st = { NULL, NULL, hook_record, &h };
+  int64_t rows = 0;
+  int same = 1;
+  fly_rc rc = fly_csv_open(path, &hdr, &err);
+  if( !rc ) rc = fly_chunks_start(hdr, threads, NULL, &st, &q, &err);
+  while( !rc && (rc = fly_chunks_next(q, &ch, &err)) == FLY_ROW ){
+    size_t nc = fly_csv_ncols(hdr);
+    for(size_t i = 0; i < ch->rows; i++, rows++)
+      same = same && h.seen[ch->slot][i] == ch->cells[i * nc].v
+                  && ch->cells[i * nc].v == (double)rows;
+    rc = ch->rc;
+    if( rc ) err = ch->err;
+  }
+  int ok = same && (fail_row < 0 ? rc == FLY_DONE && rows == 400000
+                                 : rc == FLY_IO && rows == (int64_t)fail_row
+                                   && strstr(err.msg, "hook at row") != NULL);
+  TAP_OK(ok, "record hook on %d threads: %lld records seen in their slots%s (%s)",
+         threads, (long long)rows, fail_row < 0 ? "" : ", its failure ends the input there",
+         rc == FLY_DONE ? "done" : err.msg);
+  fly_chunks_stop(q);
+  fly_csv_close(hdr);
+  for(size_t k = 0; k < 64; k++) free(h.seen[k]);
 }
 
 static const char *inputs[] = {
@@ -327,6 +390,8 @@ int main(void)
     for(int r = 0; r < 400000; r++) fprintf(f, "%d,%d.25,x%d\n", r, r % 977, r % 13);
     if( fclose(f) != 0 ){ perror("temp"); exit(2); }
     for(int th = 1; th <= 4; th *= 2) stage_test(big, th, -1);
+    for(int th = 1; th <= 4; th *= 2) hook_test(big, th, -1);
+    hook_test(big, 2, 250000);
     stage_test(big, 2, 3);
     unlink(big);
   }
