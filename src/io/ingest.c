@@ -922,15 +922,16 @@ static void count_rest(rowput *x, const batch *b, size_t i)
     if( code[k] >= 0 ) x->tc[b->un_col[k]].d.e[code[k]].count++;
 }
 
-/* The stage's work: encode the chunk's pages (on a worker). */
+/* The stage's work: encode the chunk's pages (on a worker); a page stored
+ * raw stays in the batch's rows, which live until the chunk is inserted. */
 static fly_rc stage_encode(void *ctx, size_t slot, fly_err *err)
 {
   const pstage *ps = ctx;
   batch *b = &ps->b[slot];
   fly_rc rc = FLY_OK;
   for(size_t i = 0; i < b->n_pages && rc == FLY_OK; i++)
-    rc = fly_pagewriter_encode(ps->x->pw, b->page[i], b->scratch,
-                               b->enc + i * ps->enc_bound, &b->blob[i], err);
+    rc = fly_pagewriter_encode_in(ps->x->pw, b->page[i], b->scratch,
+                                  b->enc + i * ps->enc_bound, &b->blob[i], err);
   return rc;
 }
 
@@ -940,8 +941,7 @@ static fly_rc stage_insert(void *ctx, size_t slot, fly_err *err)
   const pstage *ps = ctx;
   batch *b = &ps->b[slot];
   for(size_t i = 0; i < b->n_pages; i++){
-    fly_rc rc = fly_pagewriter_put(ps->x->pw, &b->blob[i],
-                                   b->enc + i * ps->enc_bound, err);
+    fly_rc rc = fly_pagewriter_put(ps->x->pw, &b->blob[i], err);
     if( rc ){
       fly_err_prefix(err, "%s:%lld", fly_csv_path(ps->x->csv),
                      (long long)b->last_line[i]);

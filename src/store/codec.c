@@ -145,8 +145,21 @@ fly_rc fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
                         size_t dst_cap, int *codec, size_t *out_bytes,
                         fly_err *err)
 {
+  const void *payload;
+  fly_rc rc = fly_codec_encode_in(raw, raw_bytes, dst, dst_cap, codec,
+                                  out_bytes, &payload, err);
+  if( rc == FLY_OK && payload == raw && raw_bytes > 0 )
+    memcpy(dst, raw, raw_bytes);
+  return rc;
+}
+
+fly_rc fly_codec_encode_in(const void *raw, size_t raw_bytes, void *dst,
+                           size_t dst_cap, int *codec, size_t *out_bytes,
+                           const void **payload, fly_err *err)
+{
   *codec = FLY_CODEC_RAW;
   *out_bytes = 0;
+  *payload = dst;
   if( dst_cap < raw_bytes )
     return fly_fail(err, FLY_MISUSE, "page encode: output capacity %zu bytes "
                     "< %zu raw bytes", dst_cap, raw_bytes);
@@ -172,7 +185,7 @@ fly_rc fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
       return FLY_OK;
     }
   }
-  memcpy(dst, raw, raw_bytes);
+  *payload = raw;
   *out_bytes = raw_bytes;
   return FLY_OK;
 }

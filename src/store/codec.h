@@ -36,6 +36,13 @@ fly_rc   fly_codec_encode(const void *raw, size_t raw_bytes, void *dst,
                           size_t dst_cap, int *codec, size_t *out_bytes,
                           fly_err *err);
 
+/* fly_codec_encode without the copy of a payload stored raw: *payload is
+ * dst (LZ4) or raw itself (FLY_CODEC_RAW; dst's bytes are then
+ * unspecified). */
+fly_rc   fly_codec_encode_in(const void *raw, size_t raw_bytes, void *dst,
+                             size_t dst_cap, int *codec, size_t *out_bytes,
+                             const void **payload, fly_err *err);
+
 /* Decode a stored payload of n values of precision prec into out (n
  * doubles).  scratch must hold n*prec bytes (may be NULL when prec is
  * f64 and codec is LZ4: decoded straight into out).  FLY_CORRUPT if the

@@ -120,10 +120,11 @@ done:
 }
 
 /* Pack and encode n_vals values of rows into dst (w->enc_cap bytes; f32:
- * packed through scratch, n_vals * 4 bytes): b's codec, bytes, and
- * checksum as stored (signed).  Reads only w's fixed settings. */
+ * packed through scratch, n_vals * 4 bytes): b's codec, bytes, payload
+ * and checksum as stored (signed).  in: an f64 page stored raw stays in
+ * rows (b->payload == rows).  Reads only w's fixed settings. */
 static fly_rc encode(const fly_pagewriter *w, const double *rows,
-                     size_t n_vals, void *scratch, void *dst,
+                     size_t n_vals, void *scratch, void *dst, int in,
                      fly_page_blob *b, fly_err *err)
 {
   size_t raw = n_vals * (size_t)w->prec;
@@ -133,17 +134,22 @@ static fly_rc encode(const fly_pagewriter *w, const double *rows,
   if( w->prec == FLY_PREC_F32 ){
     fly_codec_pack(rows, n_vals, FLY_PREC_F32, scratch);
     src = scratch;
+    in = 0;                         /* scratch is the next page's */
   }
-  rc = fly_codec_encode(src, raw, dst, w->enc_cap, &b->codec, &b->bytes, err);
+  b->payload = dst;
+  rc = in ? fly_codec_encode_in(src, raw, dst, w->enc_cap, &b->codec,
+                                &b->bytes, &b->payload, err)
+          : fly_codec_encode(src, raw, dst, w->enc_cap, &b->codec, &b->bytes,
+                             err);
   if( rc ) return rc;
-  sum = fly_codec_checksum(dst, b->bytes);
+  sum = fly_codec_checksum(b->payload, b->bytes);
   memcpy(&b->checksum, &sum, sizeof b->checksum);  /* stored as signed 64-bit */
   return FLY_OK;
 }
 
 /* Insert payload (b) as page n_pages of n_rows rows. */
 static fly_rc insert(fly_pagewriter *w, int64_t n_rows, const fly_page_blob *b,
-                     const void *payload, fly_err *err)
+                     fly_err *err)
 {
   size_t raw = (size_t)n_rows * w->width * (size_t)w->prec;
   int64_t page_no = w->n_pages;
@@ -157,7 +163,7 @@ static fly_rc insert(fly_pagewriter *w, int64_t n_rows, const fly_page_blob *b,
   sqlite3_bind_int(st, 5, b->codec);
   sqlite3_bind_int64(st, 6, (int64_t)raw);
   sqlite3_bind_int64(st, 7, b->checksum);
-  sqlite3_bind_blob(st, 8, payload, (int)b->bytes, SQLITE_STATIC);
+  sqlite3_bind_blob(st, 8, b->payload, (int)b->bytes, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){
     char what[96];
     snprintf(what, sizeof what, "writing page %lld of %s %lld",
@@ -181,8 +187,8 @@ static fly_rc flush(fly_pagewriter *w, fly_err *err)
 {
   fly_page_blob b;
   fly_rc rc = encode(w, w->buf, (size_t)w->n_buf * w->width, w->packed,
-                     w->enc, &b, err);
-  if( rc == FLY_OK ) rc = insert(w, w->n_buf, &b, w->enc, err);
+                     w->enc, 1, &b, err);
+  if( rc == FLY_OK ) rc = insert(w, w->n_buf, &b, err);
   if( rc ){
     w->failed = 1;
     return rc;
@@ -221,18 +227,27 @@ fly_rc fly_pagewriter_encode(const fly_pagewriter *w, const double *rows,
                              void *scratch, void *dst, fly_page_blob *b,
                              fly_err *err)
 {
-  return encode(w, rows, (size_t)w->page_rows * w->width, scratch, dst, b, err);
+  return encode(w, rows, (size_t)w->page_rows * w->width, scratch, dst, 0, b,
+                err);
+}
+
+fly_rc fly_pagewriter_encode_in(const fly_pagewriter *w, const double *rows,
+                                void *scratch, void *dst, fly_page_blob *b,
+                                fly_err *err)
+{
+  return encode(w, rows, (size_t)w->page_rows * w->width, scratch, dst, 1, b,
+                err);
 }
 
 fly_rc fly_pagewriter_put(fly_pagewriter *w, const fly_page_blob *b,
-                          const void *payload, fly_err *err)
+                          fly_err *err)
 {
   if( w->failed || w->finished ) return refuse(w, err);
   if( w->n_buf > 0 )
     return fly_fail(err, FLY_MISUSE, "page writer for %s %lld: an encoded "
                     "page after %lld buffered rows", owner_word(w->table),
                     (long long)w->owner, (long long)w->n_buf);
-  fly_rc rc = insert(w, w->page_rows, b, payload, err);
+  fly_rc rc = insert(w, w->page_rows, b, err);
   if( rc == FLY_OK ) w->n_rows += w->page_rows;
   return rc;
 }
@@ -266,7 +281,7 @@ fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
                     "%lld pages written", (long long)page_no,
                     owner_word(w->table), (long long)w->owner, n_rows,
                     (long long)w->n_pages);
-  rc = encode(w, rows, n_vals, w->packed, w->enc, &b, err);
+  rc = encode(w, rows, n_vals, w->packed, w->enc, 1, &b, err);
   if( rc ) goto done;
   /* The old payload's size, then the new payload. */
   rc = fly_db_prepare(w->db, w->table == FLY_TABLE_DATA
@@ -300,7 +315,7 @@ fly_rc fly_pagewriter_rewrite(fly_pagewriter *w, int64_t page_no,
   sqlite3_bind_int64(st, 2, page_no);
   sqlite3_bind_int(st, 3, b.codec);
   sqlite3_bind_int64(st, 4, b.checksum);
-  sqlite3_bind_blob(st, 5, w->enc, (int)b.bytes, SQLITE_STATIC);
+  sqlite3_bind_blob(st, 5, b.payload, (int)b.bytes, SQLITE_STATIC);
   if( sqlite3_step(st) != SQLITE_DONE ){
     rc = fly_db_fail(w->db, err, "rewriting a page");
     goto done;

@@ -31,9 +31,11 @@ fly_rc fly_pagewriter_add(fly_pagewriter *w, const double *row, fly_err *err);
 
 /* A page encoded apart from the writer. */
 typedef struct fly_page_blob {
-  int     codec;        /* FLY_CODEC_RAW or FLY_CODEC_LZ4 */
-  size_t  bytes;        /* payload bytes */
-  int64_t checksum;     /* of the payload, as stored (signed) */
+  int         codec;    /* FLY_CODEC_RAW or FLY_CODEC_LZ4 */
+  size_t      bytes;    /* payload bytes */
+  int64_t     checksum; /* of the payload, as stored (signed) */
+  const void *payload;  /* the payload: in dst, or (fly_pagewriter_encode_in)
+                           the caller's rows */
 } fly_page_blob;
 
 /* The capacity fly_pagewriter_encode needs for dst, and for scratch (0
@@ -50,11 +52,18 @@ fly_rc fly_pagewriter_encode(const fly_pagewriter *w, const double *rows,
                              void *scratch, void *dst, fly_page_blob *b,
                              fly_err *err);
 
-/* Insert a page from fly_pagewriter_encode as the next full page (as if
- * its rows were added).  FLY_MISUSE when rows are buffered (the page
- * would not start at a page boundary). */
+/* fly_pagewriter_encode without copying an f64 page that is stored raw:
+ * b->payload is then rows itself, which the caller keeps unchanged until
+ * the page is put. */
+fly_rc fly_pagewriter_encode_in(const fly_pagewriter *w, const double *rows,
+                                void *scratch, void *dst, fly_page_blob *b,
+                                fly_err *err);
+
+/* Insert a page from fly_pagewriter_encode(_in) (b->payload) as the next
+ * full page (as if its rows were added).  FLY_MISUSE when rows are
+ * buffered (the page would not start at a page boundary). */
 fly_rc fly_pagewriter_put(fly_pagewriter *w, const fly_page_blob *b,
-                          const void *payload, fly_err *err);
+                          fly_err *err);
 
 /* Write the last partial page (if any).  Totals are then final. */
 fly_rc fly_pagewriter_finish(fly_pagewriter *w, fly_err *err);

@@ -962,7 +962,7 @@ static int bound_done(void *u, int64_t i)
       for(size_t r = 0; r < j->n_last && rc == FLY_OK; r++)
         rc = fly_pagewriter_add(j->w, j->last + r * j->width, &sc->perr[i]);
     }else{
-      rc = fly_pagewriter_put(j->w, &j->blob[k], j->enc + (size_t)k * j->cap, &sc->perr[i]);
+      rc = fly_pagewriter_put(j->w, &j->blob[k], &sc->perr[i]);
     }
   }
   sc->prc[i] = rc;

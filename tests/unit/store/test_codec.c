@@ -266,6 +266,38 @@ static void test_corrupt(void)
   free(enc);
 }
 
+/* fly_codec_encode_in: the same codec, size and bytes as fly_codec_encode,
+ * in dst when LZ4 shrinks the page, and raw itself (no copy) when not. */
+static void test_encode_in(void)
+{
+  enum { N = 1024 };
+  double *x = malloc(N * sizeof *x);
+  size_t cap = fly_codec_bound(N * 8);
+  unsigned char *a = malloc(cap), *b = malloc(cap);
+  fly_err err = {0};
+  uint64_t s = 99;
+  for(int k = 0; k < 2; k++){
+    for(size_t i = 0; i < N; i++){
+      s = s * 6364136223846793005u + 1442695040888963407u;
+      x[i] = k ? (double)(i % 17) : (double)(s >> 11) * 0x1p-53;
+    }
+    int ca, cb;
+    size_t na, nb;
+    const void *p = NULL;
+    fly_rc ra = fly_codec_encode(x, N * 8, a, cap, &ca, &na, &err);
+    fly_rc rb = fly_codec_encode_in(x, N * 8, b, cap, &cb, &nb, &p, &err);
+    int where = k ? p == b : p == (const void *)x;
+    TAP_OK(ra == FLY_OK && rb == FLY_OK && ca == cb && na == nb && where
+           && memcmp(a, p, na) == 0,
+           "encode_in, %s page: %s, %zu bytes, %s", k ? "compressible" : "random",
+           cb == FLY_CODEC_LZ4 ? "lz4" : "raw", nb,
+           k ? "in dst" : "left in place, not copied");
+  }
+  free(x);
+  free(a);
+  free(b);
+}
+
 int main(void)
 {
   test_f64_f32();
@@ -273,5 +305,6 @@ int main(void)
   test_empty();
   test_checksum();
   test_corrupt();
+  test_encode_in();
   return tap_done();
 }
