@@ -1047,8 +1047,8 @@ static fly_rc put_chunks(rowput *x, par *p, int threads, const char *name,
     }
     b->n_pages = np;
     if( np == 0 ){
-      memcpy(carry + n_carry * width, b->rows, i * row_bytes);
-      n_carry += i;
+      if( i > 0 ) memcpy(carry + n_carry * width, b->rows, i * row_bytes);
+      n_carry += i;                     /* (rows is NULL before any row) */
     }else{
       head = pr - n_carry;              /* the chunk's rows in its first page */
       memcpy(b->first, carry, n_carry * row_bytes);
