@@ -693,10 +693,10 @@ static fly_rc put_row(rowput *x, const fly_csv_cell *cells, int64_t line,
  * take a number's value; the others (un_*, tracked numbers and
  * categorical columns) look their texts up in the column's shared index
  * (shidx), and take the number, or the code, found; their codes go to
- * `code` (-1: a missing cell), for the typing thread to count.  A record
- * with anything else (a missing cell or a text in a settled column, a
- * text not in the index, a text in a tracked column, an f32 overflow) is
- * flagged, and the typing thread types it in full from its cells, as it
+ * `code` (-1: a missing cell), for the typing thread to count; a missing
+ * cell is NaN in any column.  A record with anything else (a text in a
+ * settled column, a text not in the index, a text in a tracked column, an
+ * f32 overflow) is flagged, and the typing thread types it in full from its cells, as it
  * does every record of a chunk parsed before it was ready (pre 0), and
  * of a chunk whose modes changed since (un_mode): a column's codes never
  * change and a settled column stays settled, so what a worker stores for
@@ -834,6 +834,16 @@ static int pre_columns(const rowput *x, batch *b)
   return 1;
 }
 
+/* A cell that is no number in a settled column: if it is missing, NaN
+ * into *v (as typed_value stores it) and 1; else 0 (the record is typed
+ * in full, which reports it). */
+static int pre_missing(const rowput *x, const fly_csv_cell *c, double *v)
+{
+  if( !is_na(x->o, c, short_key(c->s, c->n)) ) return 0;
+  *v = NAN;
+  return 1;
+}
+
 /* The chunks' record hook: pre-type record i of the chunk in slot (see
  * batch).  Pre-typing needs the --na-strings texts to be no numbers and
  * is off when there are any; it needs the column texts' shared indexes,
@@ -866,14 +876,15 @@ static fly_rc pre_record(void *ctx, size_t slot, size_t i,
     for(size_t k = 0; k < b->n_ty; k++){
       const fly_csv_cell *c = &cells[b->ty_col[k]];
       float f = (float)c->v;
-      bad |= !c->num | !isfinite(f);
       row[b->ty_pos[k]] = (double)f;
+      if( !c->num ) bad |= !pre_missing(x, c, &row[b->ty_pos[k]]);
+      else bad |= !isfinite(f);
     }
   else
     for(size_t k = 0; k < b->n_ty; k++){
       const fly_csv_cell *c = &cells[b->ty_col[k]];
-      bad |= !c->num;
       row[b->ty_pos[k]] = c->v;
+      if( !c->num ) bad |= !pre_missing(x, c, &row[b->ty_pos[k]]);
     }
   int32_t *code = b->code + i * b->n_un;
   for(size_t k = 0; k < b->n_un && !bad; k++){
