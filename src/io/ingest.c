@@ -241,69 +241,112 @@ static int64_t dict_add(dict *d, const char *s, size_t n, uint64_t k,
   return (int64_t)d->n - 1;
 }
 
-/* ---- shared level index ---------------------------------------------- */
-
-/* A column's first SH_LEVELS texts (code -> text) in a table the parse
- * threads read while the typing thread adds to it (parallel ingest only):
- * entries never move, a slot's code is stored (release) after its entry
- * is written, so a reader (acquire) that finds a code finds its entry, and
- * one that finds an empty slot has a text not yet added, or beyond
- * SH_LEVELS, which the typing thread then handles.  Texts longer than 8
- * bytes are copied (txt), the others are identified by key and length. */
-#define SH_LEVELS 1024
-#define SH_SLOTS  (2 * SH_LEVELS)
-typedef struct shent { uint64_t key; size_t len; char *txt; } shent;
+/* A column's texts (text -> code) in tables the parse threads read while
+ * the typing thread adds to them (parallel ingest only): open addressing,
+ * a slot holding the text's key, length, copy (texts over 8 bytes) and
+ * code, so a probe reads one slot; a slot's code is stored (release) after
+ * the rest, so a reader (acquire) that finds a code finds its text, and
+ * one that finds an empty slot has a text not yet added, or not kept,
+ * which the typing thread then handles.  Codes below SH_LEVELS are in the
+ * small table; a categorical column's codes from SH_LEVELS to
+ * SH_BIG_LEVELS in a big one, made when the first such code is added
+ * (published, release, once its memory is ready: pages untouched until
+ * written, so memory follows the levels added).  A text's code puts it in
+ * one table only, so a lookup that ends on an empty slot of the small
+ * table goes on in the big one. */
+#define SH_LEVELS     1024
+#define SH_SLOTS      (2 * SH_LEVELS)
+#define SH_BIG_LEVELS ((size_t)1 << 16)
+#define SH_BIG_SLOTS  (2 * SH_BIG_LEVELS)
+typedef struct shslot {
+  atomic_uint code1;          /* code + 1, 0: empty */
+  uint32_t    len;
+  uint64_t    key;            /* short_key */
+  char       *txt;            /* len > 8: a copy of the text */
+} shslot;
 typedef struct shidx {
-  atomic_uint *tab;           /* SH_SLOTS: code + 1, 0 empty */
-  shent       *e;             /* SH_LEVELS */
+  shslot           *small;    /* SH_SLOTS, codes [0, SH_LEVELS) */
+  _Atomic(shslot *) big;      /* NULL, or SH_BIG_SLOTS, codes [SH_LEVELS,
+                                 SH_BIG_LEVELS) */
 } shidx;
+
+/* ---- shared level index ---------------------------------------------- */
 
 static int sh_init(shidx *h)
 {
-  h->tab = fly_alloc_array(SH_SLOTS, sizeof *h->tab);
-  h->e = fly_alloc_array(SH_LEVELS, sizeof *h->e);
-  if( !h->tab || !h->e ) return 0;
-  for(size_t i = 0; i < SH_SLOTS; i++) atomic_init(&h->tab[i], 0);
+  atomic_init(&h->big, NULL);
+  if( !(h->small = fly_alloc_array(SH_SLOTS, sizeof *h->small)) ) return 0;
+  for(size_t i = 0; i < SH_SLOTS; i++) atomic_init(&h->small[i].code1, 0);
   return 1;
 }
 
 static void sh_free(shidx *h)
 {
-  if( h->e ) for(size_t c = 0; c < SH_LEVELS; c++) fly_free(h->e[c].txt);
-  fly_free(h->tab);
-  fly_free(h->e);
+  shslot *g = atomic_load_explicit(&h->big, memory_order_relaxed);
+  if( h->small ) for(size_t i = 0; i < SH_SLOTS; i++) fly_free(h->small[i].txt);
+  fly_free(h->small);
+  if( g ){
+    for(size_t i = 0; i < SH_BIG_SLOTS; i++) fly_free(g[i].txt);
+    fly_free_untouched(g);
+  }
   memset(h, 0, sizeof *h);
 }
 
 /* Text s[0..n) (short key k) is code `code` of its column (the typing
- * thread, once per code).  0: out of memory. */
-static int sh_add(shidx *h, int64_t code, const char *s, size_t n, uint64_t k)
+ * thread, once per code); cat: the column is categorical (else codes from
+ * SH_LEVELS on are not kept).  0: out of memory. */
+static int sh_add(shidx *h, int64_t code, const char *s, size_t n, uint64_t k,
+                  int cat)
 {
-  if( !h->tab || code >= SH_LEVELS ) return 1;
-  shent *e = &h->e[code];
+  shslot *t = h->small, *e;
+  size_t m = SH_SLOTS - 1, i;
+  if( !t || code >= (int64_t)SH_BIG_LEVELS || n > UINT32_MAX ) return 1;
+  if( code >= SH_LEVELS ){
+    if( !cat ) return 1;
+    t = atomic_load_explicit(&h->big, memory_order_relaxed);
+    if( !t ){                       /* zero pages: every slot empty */
+      if( !(t = fly_alloc_untouched(SH_BIG_SLOTS, sizeof *t)) ) return 0;
+      atomic_store_explicit(&h->big, t, memory_order_release);
+    }
+    m = SH_BIG_SLOTS - 1;
+  }
+  i = hash_of(s, n, k) & m;
+  while( atomic_load_explicit(&t[i].code1, memory_order_relaxed) ) i = (i + 1) & m;
+  e = &t[i];
   if( n > 8 ){
     if( !(e->txt = fly_alloc_array(n, 1)) ) return 0;
     memcpy(e->txt, s, n);
   }
   e->key = k;
-  e->len = n;
-  size_t m = SH_SLOTS - 1, i = hash_of(s, n, k) & m;
-  while( atomic_load_explicit(&h->tab[i], memory_order_relaxed) ) i = (i + 1) & m;
-  atomic_store_explicit(&h->tab[i], (unsigned)code + 1, memory_order_release);
+  e->len = (uint32_t)n;
+  atomic_store_explicit(&e->code1, (unsigned)code + 1, memory_order_release);
   return 1;
+}
+
+/* The code of text s[0..n) (short key k, hash x) in table t of `slots`
+ * slots, or -1: an empty slot first. */
+static int64_t sh_probe(const shslot *t, size_t slots, const char *s,
+                        size_t n, uint64_t k, size_t x)
+{
+  size_t m = slots - 1, i = x & m;
+  for(;; i = (i + 1) & m){
+    unsigned c = atomic_load_explicit(&t[i].code1, memory_order_acquire);
+    if( c == 0 ) return -1;
+    if( t[i].key == k && t[i].len == n
+        && (n <= 8 || memcmp(t[i].txt, s, n) == 0) )
+      return (int64_t)c - 1;
+  }
 }
 
 /* The code of text s[0..n) (short key k) in h, or -1 if not there (yet). */
 static int64_t sh_find(const shidx *h, const char *s, size_t n, uint64_t k)
 {
-  size_t m = SH_SLOTS - 1, i = hash_of(s, n, k) & m;
-  for(;; i = (i + 1) & m){
-    unsigned c = atomic_load_explicit(&h->tab[i], memory_order_acquire);
-    if( c == 0 ) return -1;
-    const shent *e = &h->e[c - 1];
-    if( e->key == k && e->len == n && (n <= 8 || memcmp(e->txt, s, n) == 0) )
-      return (int64_t)c - 1;
-  }
+  size_t x = hash_of(s, n, k);
+  int64_t c = sh_probe(h->small, SH_SLOTS, s, n, k, x);
+  const shslot *g;
+  if( c < 0 && (g = atomic_load_explicit(&h->big, memory_order_acquire)) )
+    c = sh_probe(g, SH_BIG_SLOTS, s, n, k, x);
+  return c;
 }
 
 /* ---- typed columns -------------------------------------------------- */
@@ -424,6 +467,13 @@ static fly_rc turn_categorical(fly_csv *csv, tcol *t, size_t col, int64_t row,
   atomic_store_explicit(&t->mode, M_CAT, memory_order_relaxed);
   t->flip = row;
   t->n_num = n;
+  /* its texts the shared index did not keep while it was numeric */
+  for(size_t c = SH_LEVELS; c < n && rc == FLY_OK; c++){
+    const lvl *e = &t->d.e[c];
+    if( !sh_add(&t->sh, (int64_t)c, t->d.txt + e->off, e->len, e->key, 1) )
+      rc = fly_fail(err, FLY_NOMEM, "%s:%lld:%zu: the index of %zu levels",
+                    path, line, col + 1, n);
+  }
 done:
   fly_free(pair);
   return rc;
@@ -466,7 +516,7 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
         return FLY_OK;
       }
       if( (code = dict_add(&t->d, c->s, c->n, k, slot, x)) < 0
-          || !sh_add(&t->sh, code, c->s, c->n, k) )
+          || !sh_add(&t->sh, code, c->s, c->n, k, 0) )
         goto nomem;
       return FLY_OK;
     }
@@ -499,7 +549,7 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
                     fly_csv_path(csv), (long long)line, col + 1,
                     fly_csv_colname(csv, col));
   if( (code = dict_add(&t->d, c->s, c->n, k, slot, NAN)) < 0
-      || !sh_add(&t->sh, code, c->s, c->n, k) )
+      || !sh_add(&t->sh, code, c->s, c->n, k, 1) )
     goto nomem;
   *v = (double)code;
   return FLY_OK;

@@ -44,10 +44,12 @@ awk 'BEGIN { srand(54); print "x1,x2,g,y"
 # ready, so the parse threads pre-type them: settled numbers with a few
 # missing cells; labels looked up by the parse threads, short and long
 # (over 8 bytes), with more distinct labels (3000, 1500) than the threads'
-# shared index holds; small integers tracked as numbers that turn
-# categorical at row 300000 (chunks pre-typed as numbers after the turn
-# are typed again); a 0/1 target.
-awk 'BEGIN { srand(55); print "a,color,code,many,long,n,y"
+# shared index's small table holds (the rest in its big one); small
+# integers tracked as numbers that turn categorical at row 300000 (chunks
+# pre-typed as numbers after the turn are typed again), and 2000 of them
+# turning at row 200000 (their codes past the small table move to the big
+# one then); a 0/1 target.
+awk 'BEGIN { srand(55); print "a,color,code,many,long,n,grp,y"
   split("red,blue,green,Very Good,Fair", L, ",")
   for(i = 0; i < 400000; i++){
     code = (i == 300000) ? "x" : int(rand() * 20)
@@ -55,8 +57,9 @@ awk 'BEGIN { srand(55); print "a,color,code,many,long,n,y"
     lg = sprintf("longlabel-%d-x", int(rand() * 1500))
     r = rand()
     n = r < 0.001 ? "" : r < 0.002 ? "NA" : sprintf("%.4f", rand())
-    printf "%.6g,%s,%s,%s,%s,%s,%d\n", rand() * 10, L[1 + int(rand() * 5)], code, m, lg, n,
-           (rand() < 0.5) } }' >mix.csv
+    g = (i == 200000) ? "g" : int(rand() * 2000)
+    printf "%.6g,%s,%s,%s,%s,%s,%s,%d\n", rand() * 10, L[1 + int(rand() * 5)], code, m, lg, n,
+           g, (rand() < 0.5) } }' >mix.csv
 
 # fingerprint DB: everything of the data set that an ingest writes.
 fingerprint() {
@@ -89,7 +92,7 @@ same_file mix32-1.fp mix32-2.fp
 same_file mix32-1.fp mix32-4.fp
 ok "mix.csv with --precision f32: the same data set with 1, 2 and 4 threads"
 eq "levels of mix.csv" "$(q mix-4.db "SELECT group_concat(n) FROM (SELECT count(*) n FROM level
-    GROUP BY idx ORDER BY idx)")" "5,21,3000,1500"
+    GROUP BY idx ORDER BY idx)")" "5,21,3000,1500,2001"
 eq "missing cells of mix.csv's n" "$(q mix-4.db "SELECT n_missing > 0 FROM dataset_column
     WHERE name = 'n'")" 1
 eq "pages of num.csv" "$(q num-1.db "SELECT n_pages > 4 FROM dataset")" 1
