@@ -241,6 +241,8 @@ static int64_t dict_add(dict *d, const char *s, size_t n, uint64_t k,
   return (int64_t)d->n - 1;
 }
 
+/* ---- shared level index ---------------------------------------------- */
+
 /* A column's texts (text -> code) in tables the parse threads read while
  * the typing thread adds to them (parallel ingest only): open addressing,
  * a slot holding the text's key, length, copy (texts over 8 bytes) and
@@ -269,8 +271,6 @@ typedef struct shidx {
   _Atomic(shslot *) big;      /* NULL, or SH_BIG_SLOTS, codes [SH_LEVELS,
                                  SH_BIG_LEVELS) */
 } shidx;
-
-/* ---- shared level index ---------------------------------------------- */
 
 static int sh_init(shidx *h)
 {
@@ -373,6 +373,18 @@ typedef struct tcol {
   dict      d;          /* categorical: its levels; numeric: see track */
 } tcol;
 
+/* t's mode, from cat and track (tcol.mode mirrors it for the parse
+ * threads; set_mode after each change of either). */
+static int mode_of(const tcol *t)
+{
+  return t->cat ? M_CAT : t->track ? M_TRACK : M_SETTLED;
+}
+
+static void set_mode(tcol *t)
+{
+  atomic_store_explicit(&t->mode, mode_of(t), memory_order_relaxed);
+}
+
 /* Does s[0..n) appear in the comma-separated list? */
 static int in_list(const char *list, const char *s, size_t n)
 {
@@ -464,7 +476,7 @@ static fly_rc turn_categorical(fly_csv *csv, tcol *t, size_t col, int64_t row,
   }
   t->cat = 1;
   t->track = 0;
-  atomic_store_explicit(&t->mode, M_CAT, memory_order_relaxed);
+  set_mode(t);
   t->flip = row;
   t->n_num = n;
   /* its texts the shared index did not keep while it was numeric */
@@ -511,7 +523,7 @@ static fly_rc typed_value(fly_csv *csv, const fly_ingest_opts *o, tcol *t,
       }
       if( t->d.n >= FLY_INGEST_TRACK_LEVELS ){  /* numeric, surely */
         t->track = 0;
-        atomic_store_explicit(&t->mode, M_SETTLED, memory_order_relaxed);
+        set_mode(t);
         dict_free(&t->d);
         return FLY_OK;
       }
@@ -648,7 +660,7 @@ static fly_rc type_columns(fly_csv *csv, const fly_ingest_opts *o, tcol *tc,
     }else{
       t->track = 1;
     }
-    atomic_init(&t->mode, t->cat ? M_CAT : t->track ? M_TRACK : M_SETTLED);
+    atomic_init(&t->mode, mode_of(t));
   }
   return rc;
 }
@@ -894,6 +906,15 @@ static int pre_missing(const rowput *x, const fly_csv_cell *c, double *v)
   return 1;
 }
 
+/* Number v as stored (f32: rounded; *bad set if it overflows). */
+static inline double pre_num(double v, int f32, int *bad)
+{
+  if( !f32 ) return v;
+  float f = (float)v;
+  *bad |= !isfinite(f);
+  return (double)f;
+}
+
 /* The chunks' record hook: pre-type record i of the chunk in slot (see
  * batch).  Pre-typing needs the --na-strings texts to be no numbers and
  * is off when there are any; it needs the column texts' shared indexes,
@@ -922,20 +943,12 @@ static fly_rc pre_record(void *ctx, size_t slot, size_t i,
   double *row = b->rows + i * x->width;
   int f32 = x->o->prec == FLY_PREC_F32, bad = 0;
   if( x->o->intercept ) row[0] = 1.0;
-  if( f32 )
-    for(size_t k = 0; k < b->n_ty; k++){
-      const fly_csv_cell *c = &cells[b->ty_col[k]];
-      float f = (float)c->v;
-      row[b->ty_pos[k]] = (double)f;
-      if( !c->num ) bad |= !pre_missing(x, c, &row[b->ty_pos[k]]);
-      else bad |= !isfinite(f);
-    }
-  else
-    for(size_t k = 0; k < b->n_ty; k++){
-      const fly_csv_cell *c = &cells[b->ty_col[k]];
-      row[b->ty_pos[k]] = c->v;
-      if( !c->num ) bad |= !pre_missing(x, c, &row[b->ty_pos[k]]);
-    }
+  for(size_t k = 0; k < b->n_ty; k++){
+    const fly_csv_cell *c = &cells[b->ty_col[k]];
+    double *v = &row[b->ty_pos[k]];
+    if( c->num ) *v = pre_num(c->v, f32, &bad);
+    else bad |= !pre_missing(x, c, v);
+  }
   int32_t *code = b->code + i * b->n_un;
   for(size_t k = 0; k < b->n_un && !bad; k++){
     const fly_csv_cell *c = &cells[b->un_col[k]];
@@ -951,12 +964,7 @@ static fly_rc pre_record(void *ctx, size_t slot, size_t i,
     got = sh_find(&x->tc[b->un_col[k]].sh, c->s, c->n, key);
     if( got < 0 ){ bad = 1; break; }
     code[k] = (int32_t)got;
-    if( b->un_mode[k] == M_CAT ) *v = (double)got;
-    else if( f32 ){
-      float f = (float)c->v;
-      bad = !isfinite(f);
-      *v = (double)f;
-    }else *v = c->v;
+    *v = b->un_mode[k] == M_CAT ? (double)got : pre_num(c->v, f32, &bad);
   }
   b->flag[i] = (unsigned char)bad;
   return FLY_OK;
@@ -968,9 +976,7 @@ nomem:
 static int modes_hold(const rowput *x, const batch *b)
 {
   for(size_t k = 0; k < b->n_un; k++){
-    const tcol *t = &x->tc[b->un_col[k]];
-    if( (t->cat ? M_CAT : t->track ? M_TRACK : M_SETTLED) != b->un_mode[k] )
-      return 0;
+    if( mode_of(&x->tc[b->un_col[k]]) != b->un_mode[k] ) return 0;
   }
   return 1;
 }

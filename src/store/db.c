@@ -146,12 +146,14 @@ static fly_rc migrate(fly_db *db, int64_t from, fly_err *err)
   char sql[96];
   fly_rc rc = fly_db_begin(db, err);
   if( rc ) return rc;
-  if( from == 0 && (rc = fly_db_exec(db, fly_schema_current, err)) ){
-    fly_err_prefix(err, "schema version %d", fly_schema_version);
-    goto done;
+  if( from == 0 ){
+    if( (rc = fly_db_exec(db, fly_schema_current, err)) ){
+      fly_err_prefix(err, "schema version %d", fly_schema_version);
+      goto done;
+    }
+    from = fly_schema_version;
   }
-  for(int v = from == 0 ? fly_schema_version + 1 : (int)from + 1;
-      v <= fly_schema_version; v++){
+  for(int v = (int)from + 1; v <= fly_schema_version; v++){
     const fly_migration *mg = &fly_migrations[v - 1];
     rc = fly_db_exec(db, mg->sql, err);
     if( rc ){
